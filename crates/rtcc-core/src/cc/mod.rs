@@ -1,0 +1,160 @@
+//! Congestion controllers: the [`CongestionController`] trait, the budget and
+//! estimate it exposes, and the built-in algorithms.
+//!
+//! Built-in controllers are dispatched through the [`Controller`] enum on the
+//! per-packet path; `Box<dyn CongestionController>` is for plug-ins only.
+
+pub mod fixed;
+pub mod gcc;
+
+use crate::media::frame::FrameInfo;
+use crate::packet::{FeedbackReport, SentPacket};
+use crate::time::{Duration, Instant};
+use crate::units::{Bitrate, Bytes};
+
+pub use fixed::{Fixed, FixedConfig};
+pub use gcc::{Gcc, GccConfig};
+
+/// How the sender may emit packets right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendBudget {
+    /// Rate at which the pacer releases packets.
+    pub pacing_rate: Bitrate,
+    /// Congestion window: no packet is sent while bytes in flight ≥ cwnd. `None` = rate-only.
+    pub cwnd: Option<Bytes>,
+    /// Burst allowance: budget the pacer may accumulate while idle and then send back-to-back.
+    pub max_burst: Bytes,
+    /// Frame-burst mode: up to this many bytes of a newly released frame go out
+    /// back-to-back, the rest is paced. `None` = ordinary pacing. Frame-level
+    /// controllers (Camel, SQP, Pudica) set it.
+    pub frame_burst: Option<Bytes>,
+}
+
+impl SendBudget {
+    /// A rate-only budget with the default 40 ms burst allowance at `rate`.
+    pub fn paced(rate: Bitrate) -> Self {
+        SendBudget { pacing_rate: rate, cwnd: None, max_burst: (rate * DEFAULT_BURST_TIME).max(Bytes::new(1500)), frame_burst: None }
+    }
+}
+
+/// Default burst allowance expressed as time at the pacing rate (libwebrtc's
+/// pacer allows a 40 ms budget: `kMaxIntervalTime`… in pacing_controller.cc).
+pub const DEFAULT_BURST_TIME: Duration = Duration::from_millis(40);
+
+/// A controller's view of the network, for metrics and traces.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Estimate {
+    /// Estimated available bandwidth, if the algorithm keeps one.
+    pub bandwidth: Option<Bitrate>,
+    /// Smoothed round-trip time.
+    pub rtt: Option<Duration>,
+    /// Minimum round-trip time seen.
+    pub min_rtt: Option<Duration>,
+    /// Loss fraction the controller is acting on.
+    pub loss_rate: Option<f64>,
+    /// Name of the controller's current state ("increase", "startup", ...).
+    pub state: &'static str,
+}
+
+/// The congestion controller interface (DESIGN §3).
+///
+/// Inputs are `on_*` methods, always with `now` first; `now` never goes
+/// backwards. Outputs are queries ([`target_bitrate`](Self::target_bitrate),
+/// [`send_budget`](Self::send_budget), [`estimate`](Self::estimate)) that may
+/// change after any input. A controller that needs a timer returns it from
+/// [`poll_timeout`](Self::poll_timeout); the driver calls
+/// [`on_timeout`](Self::on_timeout) once that instant is reached.
+pub trait CongestionController {
+    /// Short algorithm name, as used in scenarios ("gcc", "fixed").
+    fn name(&self) -> &'static str;
+    /// A packet left the pacer. Called for every packet, in send order.
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket);
+    /// The receiver's feedback arrived.
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport);
+    /// A frame was handed to the transport (frame-level controllers).
+    fn on_frame(&mut self, _now: Instant, _frame: &FrameInfo) {}
+    /// The instant returned by `poll_timeout` was reached.
+    fn on_timeout(&mut self, _now: Instant) {}
+    /// When the controller next wants `on_timeout`, if ever.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    /// What the encoder / SVC adapter should produce.
+    fn target_bitrate(&self) -> Bitrate;
+    /// Pacing rate, congestion window and burst allowance.
+    fn send_budget(&self) -> SendBudget;
+    /// The controller's network estimate, for metrics and traces.
+    fn estimate(&self) -> Estimate;
+}
+
+/// Configuration of a built-in controller; builds a [`Controller`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CcConfig {
+    /// Google Congestion Control.
+    Gcc(GccConfig),
+    /// Constant target, for tests.
+    Fixed(FixedConfig),
+}
+
+impl CcConfig {
+    /// Names of the built-in controllers, as accepted in scenarios.
+    pub const NAMES: &'static [&'static str] = &["gcc", "fixed"];
+
+    /// Build the controller. `now` is the session start.
+    pub fn build(&self, now: Instant) -> Controller {
+        match self {
+            CcConfig::Gcc(c) => Controller::Gcc(Box::new(Gcc::new(now, c.clone()))),
+            CcConfig::Fixed(c) => Controller::Fixed(Fixed::new(c.clone())),
+        }
+    }
+}
+
+/// A built-in controller, dispatched without a vtable.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Controller {
+    /// Google Congestion Control.
+    Gcc(Box<Gcc>),
+    /// Constant target.
+    Fixed(Fixed),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            Controller::Gcc($c) => $e,
+            Controller::Fixed($c) => $e,
+        }
+    };
+}
+
+impl CongestionController for Controller {
+    fn name(&self) -> &'static str {
+        dispatch!(self, c => c.name())
+    }
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
+        dispatch!(self, c => c.on_packet_sent(now, pkt))
+    }
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        dispatch!(self, c => c.on_feedback(now, report))
+    }
+    fn on_frame(&mut self, now: Instant, frame: &FrameInfo) {
+        dispatch!(self, c => c.on_frame(now, frame))
+    }
+    fn on_timeout(&mut self, now: Instant) {
+        dispatch!(self, c => c.on_timeout(now))
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        dispatch!(self, c => c.poll_timeout())
+    }
+    fn target_bitrate(&self) -> Bitrate {
+        dispatch!(self, c => c.target_bitrate())
+    }
+    fn send_budget(&self) -> SendBudget {
+        dispatch!(self, c => c.send_budget())
+    }
+    fn estimate(&self) -> Estimate {
+        dispatch!(self, c => c.estimate())
+    }
+}

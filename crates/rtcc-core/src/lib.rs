@@ -1,0 +1,46 @@
+//! # rtcc-core: sans-IO real-time video transport algorithms
+//!
+//! Congestion controllers, pacing, media models and the sender/receiver
+//! sessions that tie them together. Nothing here does I/O, reads a clock,
+//! spawns a thread or seeds a random generator from entropy: the driver (the
+//! simulator in `rtcc-sim`, or real sockets in `rtcc-net`) owns all of that and
+//! calls in.
+//!
+//! ## Call protocol
+//!
+//! Every component follows the same shape (the quinn-proto pattern):
+//!
+//! - **Inputs** are `on_*` / `handle_*` methods. Their first argument is always
+//!   `now: Instant`, and `now` never goes backwards across calls on one object.
+//! - **Outputs** are `poll_*` methods. After any input, the driver drains them
+//!   until they return `None`, in this order: `poll_transmit` (packets to send
+//!   now), then `poll_event`-style outputs, then `poll_timeout`.
+//! - **Timers**: `poll_timeout()` returns the earliest instant at which the
+//!   component wants to be called again (`on_timeout(now)`), or `None`. It is
+//!   never in the past relative to the last `now` given. The driver must call
+//!   `on_timeout` no later than that instant has been reached; calling it early
+//!   is harmless.
+//! - **Getters** (`target_bitrate`, `send_budget`, `estimate`, ...) are pure
+//!   queries and may be called at any time.
+//!
+//! Units are types ([`Instant`], [`Duration`], [`Bitrate`], [`Bytes`]); there is
+//! no bare `f64` that means kbps in one place and bps in another.
+//!
+//! ## Where things are
+//!
+//! - [`time`], [`units`]: the unit types and their parsing from strings.
+//! - [`packet`]: [`SentPacket`], [`FeedbackReport`].
+//! - [`cc`]: the [`CongestionController`] trait and the built-in controllers.
+
+pub mod cc;
+pub mod media;
+pub mod packet;
+pub mod rng;
+pub mod time;
+pub mod units;
+
+pub use cc::{CcConfig, CongestionController, Controller, Estimate, SendBudget};
+pub use media::frame::{FrameInfo, FrameType};
+pub use packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
+pub use time::{Duration, Instant};
+pub use units::{Bitrate, Bytes, ParseError, Probability};

@@ -1,0 +1,3 @@
+//! Media models: frames, encoder models, packetizer, receiver-side player.
+
+pub mod frame;

@@ -1,0 +1,1 @@
+//! rtcc._native (skeleton)

@@ -1,0 +1,2 @@
+//! Network links: rate models (constant, traces, schedules), drop-tail queue,
+//! propagation delay, jitter and random loss. (Being written.)

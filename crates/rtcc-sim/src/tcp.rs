@@ -1,0 +1,1 @@
+//! TCP bulk flows for the simulator. (Being written.)
