@@ -7,5 +7,6 @@
 //! decision depends on hash-map order.
 
 pub mod link;
+pub mod scenario;
 pub mod metrics;
 pub mod tcp;

@@ -1,3 +1,4 @@
 //! Media models: frames, encoder models, packetizer, receiver-side player.
 
 pub mod frame;
+pub mod packetizer;
