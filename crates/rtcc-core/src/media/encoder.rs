@@ -81,7 +81,9 @@ pub enum EncoderConfigError {
         reason: &'static str,
     },
     /// An ETR profile name that is not known.
-    #[error("unknown ETR profile \"{name}\": expected one of none, ios, android, camel-undershoot-60")]
+    #[error(
+        "unknown ETR profile \"{name}\": expected one of none, ios, android, camel-undershoot-60"
+    )]
     UnknownProfile {
         /// The name given.
         name: String,
@@ -89,7 +91,11 @@ pub enum EncoderConfigError {
 }
 
 fn invalid(field: &'static str, value: impl ToString, reason: &'static str) -> EncoderConfigError {
-    EncoderConfigError::Invalid { field, value: value.to_string(), reason }
+    EncoderConfigError::Invalid {
+        field,
+        value: value.to_string(),
+        reason,
+    }
 }
 
 /// A distribution the ETR is drawn from (see [`EtrModel::Distribution`]).
@@ -247,12 +253,20 @@ impl EtrModel {
             "none" => Ok(EtrModel::Constant(1.0)),
             // Approximation of Camel Fig. 3(a), see the doc comment above.
             "ios" => Ok(EtrModel::Distribution {
-                dist: EtrDistribution::Beta { a: 3.0, b: 2.0, scale: 1.25 },
+                dist: EtrDistribution::Beta {
+                    a: 3.0,
+                    b: 2.0,
+                    scale: 1.25,
+                },
                 every: PROFILE_REDRAW,
             }),
             // Approximation of Camel Fig. 3(a), see the doc comment above.
             "android" => Ok(EtrModel::Distribution {
-                dist: EtrDistribution::Beta { a: 5.0, b: 2.0, scale: 1.2 },
+                dist: EtrDistribution::Beta {
+                    a: 5.0,
+                    b: 2.0,
+                    scale: 1.2,
+                },
                 every: PROFILE_REDRAW,
             }),
             // Camel §5.2: "Between 30 s and 60 s, the encoding ratio was manually reduced to 60%".
@@ -261,7 +275,9 @@ impl EtrModel {
                 (Duration::from_secs(30), 0.6),
                 (Duration::from_secs(60), 1.0),
             ])),
-            _ => Err(EncoderConfigError::UnknownProfile { name: name.to_string() }),
+            _ => Err(EncoderConfigError::UnknownProfile {
+                name: name.to_string(),
+            }),
         }
     }
 
@@ -346,7 +362,11 @@ impl ParametricEncoderConfig {
             return Err(invalid("fps", self.fps, "must be finite and > 0"));
         }
         if !(self.i_frame_factor.is_finite() && self.i_frame_factor >= 1.0) {
-            return Err(invalid("i_frame_factor", self.i_frame_factor, "must be finite and ≥ 1"));
+            return Err(invalid(
+                "i_frame_factor",
+                self.i_frame_factor,
+                "must be finite and ≥ 1",
+            ));
         }
         if !(self.size_variability.is_finite() && self.size_variability >= 0.0) {
             return Err(invalid(
@@ -359,7 +379,11 @@ impl ParametricEncoderConfig {
             return Err(invalid("max_bitrate", self.max_bitrate, "must be > 0"));
         }
         if self.min_bitrate > self.max_bitrate {
-            return Err(invalid("min_bitrate", self.min_bitrate, "must be ≤ max_bitrate"));
+            return Err(invalid(
+                "min_bitrate",
+                self.min_bitrate,
+                "must be ≤ max_bitrate",
+            ));
         }
         self.etr.validate()
     }
@@ -409,7 +433,9 @@ impl ParametricEncoder {
         // σ² = ln(1 + c²), μ = −σ²/2 (moments of the log-normal distribution).
         let sigma2 = (1.0 + config.size_variability * config.size_variability).ln();
         let etr_rng = Rng::from_rng(&mut rng);
-        let current = config.start_bitrate.clamp(config.min_bitrate, config.max_bitrate);
+        let current = config
+            .start_bitrate
+            .clamp(config.min_bitrate, config.max_bitrate);
         Ok(ParametricEncoder {
             start: now,
             next_frame: 0,
@@ -470,7 +496,11 @@ impl ParametricEncoder {
             EtrModel::Constant(r) => *r,
             EtrModel::Schedule(steps) => {
                 let n = steps.partition_point(|(o, _)| *o <= offset);
-                if n == 0 { 1.0 } else { steps[n - 1].1 }
+                if n == 0 {
+                    1.0
+                } else {
+                    steps[n - 1].1
+                }
             }
             EtrModel::Distribution { dist, every } => {
                 let interval = offset.as_nanos() / every.as_nanos().max(1);
@@ -508,7 +538,11 @@ impl EncoderModel for ParametricEncoder {
         // Supersede queued changes that no frame would see: those taking effect
         // after the last frame captured before `at`.
         let k = self.first_frame_at_or_after(at);
-        let seen_by_no_frame_after = if k == 0 { self.start } else { self.capture_time(k - 1) };
+        let seen_by_no_frame_after = if k == 0 {
+            self.start
+        } else {
+            self.capture_time(k - 1)
+        };
         while let Some(&(t, _)) = self.pending.back() {
             if k == 0 || t > seen_by_no_frame_after {
                 self.pending.pop_back();
@@ -545,7 +579,11 @@ impl EncoderModel for ParametricEncoder {
         // Spread over the GOP so that I = factor·P and the GOP mean stays B:
         // P = B·G / (factor + G − 1). With gop = 0 (one key frame only) P = B.
         let g = f64::from(c.gop);
-        let p = if c.gop == 0 { budget } else { budget * g / (c.i_frame_factor + g - 1.0) };
+        let p = if c.gop == 0 {
+            budget
+        } else {
+            budget * g / (c.i_frame_factor + g - 1.0)
+        };
         let nominal = if key { p * c.i_frame_factor } else { p };
         let factor = if self.ln_sigma > 0.0 {
             let z: f64 = StandardNormal.sample(&mut self.size_rng);
@@ -560,7 +598,11 @@ impl EncoderModel for ParametricEncoder {
             frame_id: k,
             capture_time,
             size,
-            frame_type: if key { FrameType::Key } else { FrameType::Delta },
+            frame_type: if key {
+                FrameType::Key
+            } else {
+                FrameType::Delta
+            },
             target_bitrate: target,
             etr,
         })
@@ -597,7 +639,13 @@ impl TraceEncoder {
         // Report the trace's own mean rate as the target until told otherwise.
         let total: f64 = frames.iter().map(|(s, _)| s.as_f64()).sum();
         let target = Bitrate::from_bps_f64(total * 8.0 * fps / frames.len() as f64);
-        Ok(TraceEncoder { frames, fps, start: now, next_frame: 0, target })
+        Ok(TraceEncoder {
+            frames,
+            fps,
+            start: now,
+            next_frame: 0,
+            target,
+        })
     }
 
     fn capture_time(&self, k: u64) -> Instant {
@@ -631,5 +679,603 @@ impl EncoderModel for TraceEncoder {
     }
     fn current_target(&self) -> Bitrate {
         self.target
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    fn cfg() -> ParametricEncoderConfig {
+        ParametricEncoderConfig {
+            reaction_delay: Duration::ZERO,
+            ..Default::default()
+        }
+    }
+
+    fn encoder(config: ParametricEncoderConfig, seed: u64) -> ParametricEncoder {
+        ParametricEncoder::new(Instant::ZERO, config, stream(seed, 1)).unwrap()
+    }
+
+    /// Every frame captured before `until`.
+    fn run(enc: &mut impl EncoderModel, until: Instant) -> Vec<EncodedFrame> {
+        let mut out = Vec::new();
+        while let Some(t) = enc.poll_timeout() {
+            if t >= until {
+                break;
+            }
+            let f = enc.produce(t).expect("a frame is due at poll_timeout");
+            assert!(enc.produce(t).is_none(), "one frame per capture instant");
+            out.push(f);
+        }
+        out
+    }
+
+    fn mean_rate(frames: &[EncodedFrame], span: Duration) -> f64 {
+        let bytes: u64 = frames.iter().map(|f| f.size.get()).sum();
+        bytes as f64 * 8.0 / span.as_secs_f64()
+    }
+
+    #[test]
+    fn mean_bitrate_follows_target_times_etr() {
+        for etr in [1.0, 0.6] {
+            for seed in [1, 2, 3, 4, 5] {
+                let config = ParametricEncoderConfig {
+                    start_bitrate: Bitrate::kbps(1000),
+                    etr: EtrModel::Constant(etr),
+                    ..cfg()
+                };
+                let mut enc = encoder(config, seed);
+                let frames = run(&mut enc, Instant::from_secs(60));
+                assert_eq!(frames.len(), 1800);
+                let rate = mean_rate(&frames, Duration::from_secs(60));
+                let want = 1_000_000.0 * etr;
+                assert!(
+                    (rate / want - 1.0).abs() < 0.02,
+                    "etr {etr} seed {seed}: {rate} vs {want}"
+                );
+                assert!(frames.iter().all(|f| (f.etr - etr).abs() < 1e-12));
+            }
+        }
+    }
+
+    #[test]
+    fn key_frames_are_factor_times_delta_frames() {
+        // Without variability the ratio is exact up to rounding to bytes.
+        let config = ParametricEncoderConfig {
+            size_variability: 0.0,
+            start_bitrate: Bitrate::kbps(1200),
+            ..cfg()
+        };
+        let frames = run(&mut encoder(config, 1), Instant::from_secs(4));
+        let i = frames[0].size.as_f64();
+        let p = frames[1].size.as_f64();
+        assert_eq!(frames[0].frame_type, FrameType::Key);
+        assert!((i / p - 10.0).abs() < 0.01, "{i} / {p}");
+        // P = B·G/(F+G−1): B = 1.2 Mbps / 30 / 8 = 5000 B, G = 60, F = 10.
+        assert!((p - 5000.0 * 60.0 / 69.0).abs() <= 0.5, "{p}");
+
+        // With variability the ratio holds on average.
+        let config = ParametricEncoderConfig {
+            size_variability: 0.3,
+            ..cfg()
+        };
+        let frames = run(&mut encoder(config, 9), Instant::from_secs(600));
+        let mean = |t: FrameType| {
+            let v: Vec<f64> = frames
+                .iter()
+                .filter(|f| f.frame_type == t)
+                .map(|f| f.size.as_f64())
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        let ratio = mean(FrameType::Key) / mean(FrameType::Delta);
+        assert!((ratio / 10.0 - 1.0).abs() < 0.05, "{ratio}");
+    }
+
+    #[test]
+    fn gop_spacing_is_exact() {
+        for gop in [1u32, 7, 60] {
+            let config = ParametricEncoderConfig { gop, ..cfg() };
+            let frames = run(&mut encoder(config, 3), Instant::from_secs(30));
+            for f in &frames {
+                let want_key = f.frame_id % u64::from(gop) == 0;
+                assert_eq!(
+                    f.frame_type == FrameType::Key,
+                    want_key,
+                    "gop {gop} frame {}",
+                    f.frame_id
+                );
+            }
+        }
+        // gop = 0: only the first frame is a key frame, and P = B.
+        let config = ParametricEncoderConfig {
+            gop: 0,
+            size_variability: 0.0,
+            start_bitrate: Bitrate::kbps(1200),
+            ..cfg()
+        };
+        let frames = run(&mut encoder(config, 3), Instant::from_secs(30));
+        assert_eq!(
+            frames
+                .iter()
+                .filter(|f| f.frame_type == FrameType::Key)
+                .count(),
+            1
+        );
+        assert_eq!(frames[1].size, Bytes::new(5000));
+    }
+
+    #[test]
+    fn requested_key_frame_restarts_the_gop() {
+        let config = ParametricEncoderConfig { gop: 10, ..cfg() };
+        let mut enc = encoder(config, 3);
+        let first = run(&mut enc, Instant::from_millis(140)); // frames 0..=4
+        assert_eq!(first.len(), 5);
+        enc.request_key_frame();
+        let rest = run(&mut enc, Instant::from_secs(1));
+        let keys: Vec<u64> = rest
+            .iter()
+            .filter(|f| f.frame_type == FrameType::Key)
+            .map(|f| f.frame_id)
+            .collect();
+        assert_eq!(keys, vec![5, 15, 25]);
+    }
+
+    #[test]
+    fn target_change_takes_effect_exactly_after_reaction_delay() {
+        let config = ParametricEncoderConfig {
+            reaction_delay: Duration::from_millis(100),
+            start_bitrate: Bitrate::kbps(500),
+            ..Default::default()
+        };
+        let mut enc = encoder(config, 1);
+        let before = run(&mut enc, Instant::from_secs(1));
+        assert!(before
+            .iter()
+            .all(|f| f.target_bitrate == Bitrate::kbps(500)));
+        enc.set_target(Instant::from_secs(1), Bitrate::kbps(800));
+        assert_eq!(enc.current_target(), Bitrate::kbps(500));
+        let after = run(&mut enc, Instant::from_secs(2));
+        for f in &after {
+            // Frame 33 is captured at exactly 1.1 s.
+            let want = if f.frame_id < 33 { 500 } else { 800 };
+            assert_eq!(
+                f.target_bitrate,
+                Bitrate::kbps(want),
+                "frame {}",
+                f.frame_id
+            );
+        }
+        assert_eq!(enc.current_target(), Bitrate::kbps(800));
+        // The getter follows the delay too, between frames.
+        enc.set_target(Instant::from_millis(2010), Bitrate::kbps(700));
+        while enc.produce(Instant::from_millis(2100)).is_some() {}
+        assert_eq!(enc.current_target(), Bitrate::kbps(800));
+        assert!(enc.produce(Instant::from_millis(2110)).is_none());
+        assert_eq!(enc.current_target(), Bitrate::kbps(700));
+    }
+
+    #[test]
+    fn pending_changes_are_superseded_and_bounded() {
+        let config = ParametricEncoderConfig {
+            reaction_delay: Duration::from_millis(100),
+            max_bitrate: Bitrate::mbps(20),
+            ..Default::default()
+        };
+        let mut enc = encoder(config, 1);
+        // A target change every millisecond for 10 s: the queue stays bounded by the
+        // frames within the reaction delay (100 ms × 30 fps + 1, plus one).
+        let mut now = Instant::ZERO;
+        let mut seen = Vec::new();
+        for i in 0..10_000u64 {
+            now = Instant::from_millis(i);
+            enc.set_target(now, Bitrate::kbps(100 + i));
+            assert!(
+                enc.pending.len() <= 5,
+                "queue {} at {now}",
+                enc.pending.len()
+            );
+            while let Some(f) = enc.produce(now) {
+                seen.push(f);
+            }
+        }
+        // Each frame uses the last target given at least 100 ms before its capture.
+        for f in seen
+            .iter()
+            .filter(|f| f.capture_time >= Instant::from_millis(100))
+        {
+            let given_at_ms = (f.capture_time - Duration::from_millis(100)).as_nanos() / 1_000_000;
+            assert_eq!(
+                f.target_bitrate,
+                Bitrate::kbps(100 + given_at_ms),
+                "frame {}",
+                f.frame_id
+            );
+        }
+        assert!(now > Instant::ZERO);
+    }
+
+    #[test]
+    fn targets_are_clamped() {
+        let config = ParametricEncoderConfig {
+            min_bitrate: Bitrate::kbps(100),
+            max_bitrate: Bitrate::kbps(1000),
+            start_bitrate: Bitrate::kbps(5000),
+            ..cfg()
+        };
+        let mut enc = encoder(config, 1);
+        assert_eq!(enc.current_target(), Bitrate::kbps(1000));
+        enc.set_target(Instant::ZERO, Bitrate::kbps(10));
+        assert_eq!(enc.current_target(), Bitrate::kbps(100));
+        assert_eq!(
+            enc.produce(Instant::ZERO).unwrap().target_bitrate,
+            Bitrate::kbps(100)
+        );
+        enc.set_target(Instant::ZERO, Bitrate::mbps(50));
+        assert_eq!(enc.current_target(), Bitrate::kbps(1000));
+    }
+
+    #[test]
+    fn etr_schedule_switches_at_offsets() {
+        let start = Instant::from_secs(5);
+        let config = ParametricEncoderConfig {
+            etr: EtrModel::profile("camel-undershoot-60").unwrap(),
+            ..cfg()
+        };
+        let mut enc = ParametricEncoder::new(start, config, stream(1, 1)).unwrap();
+        let frames = run(&mut enc, start + Duration::from_secs(90));
+        for f in &frames {
+            let off = f.capture_time - start;
+            let want = if off >= Duration::from_secs(30) && off < Duration::from_secs(60) {
+                0.6
+            } else {
+                1.0
+            };
+            assert!(
+                (f.etr - want).abs() < 1e-12,
+                "frame {} at {off}: {}",
+                f.frame_id,
+                f.etr
+            );
+        }
+        // Before the first step the ratio is 1.0.
+        let config = ParametricEncoderConfig {
+            etr: EtrModel::Schedule(vec![(Duration::from_secs(1), 0.5)]),
+            ..cfg()
+        };
+        let frames = run(&mut encoder(config, 1), Instant::from_secs(2));
+        assert!((frames[29].etr - 1.0).abs() < 1e-12);
+        assert!((frames[30].etr - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn etr_distribution_redrawn_every_period() {
+        let every = Duration::from_millis(500);
+        let config = ParametricEncoderConfig {
+            etr: EtrModel::Distribution {
+                dist: EtrDistribution::Uniform { lo: 0.2, hi: 1.0 },
+                every,
+            },
+            ..cfg()
+        };
+        let frames = run(&mut encoder(config, 4), Instant::from_secs(20));
+        let mut per_interval: Vec<f64> = Vec::new();
+        for f in &frames {
+            let n = (f.capture_time.as_nanos() / every.as_nanos()) as usize;
+            if n == per_interval.len() {
+                per_interval.push(f.etr);
+            }
+            assert!(
+                (per_interval[n] - f.etr).abs() < 1e-15,
+                "changed inside interval {n}"
+            );
+            assert!((0.2..=1.0).contains(&f.etr));
+        }
+        assert_eq!(per_interval.len(), 40);
+        for w in per_interval.windows(2) {
+            assert!(
+                (w[0] - w[1]).abs() > 0.0,
+                "a redraw happened at each boundary"
+            );
+        }
+    }
+
+    #[test]
+    fn etr_distributions_sample_their_laws() {
+        let mut rng = stream(1, 2);
+        let n = 20_000;
+        let draw = |d: &EtrDistribution, rng: &mut Rng| -> Vec<f64> {
+            d.validate().unwrap();
+            (0..n).map(|_| d.sample(rng)).collect()
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let normal = draw(
+            &EtrDistribution::Normal {
+                mean: 0.8,
+                std: 0.2,
+            },
+            &mut rng,
+        );
+        assert!(normal.iter().all(|x| *x > 0.0 && *x <= 1.5));
+        assert!((mean(&normal) - 0.8).abs() < 0.01);
+        let hopeless = draw(
+            &EtrDistribution::Normal {
+                mean: 5.0,
+                std: 0.1,
+            },
+            &mut rng,
+        );
+        assert!(hopeless.iter().all(|x| (*x - 1.5).abs() < 1e-12));
+        let beta = draw(
+            &EtrDistribution::Beta {
+                a: 2.0,
+                b: 2.0,
+                scale: 2.0,
+            },
+            &mut rng,
+        );
+        assert!((mean(&beta) - 1.0).abs() < 0.02);
+        let emp = draw(&EtrDistribution::Empirical(vec![0.5, 0.9]), &mut rng);
+        assert!(emp.iter().all(|x| *x == 0.5 || *x == 0.9));
+        assert!((mean(&emp) - 0.7).abs() < 0.01);
+    }
+
+    #[test]
+    fn platform_profiles_undershoot_most_of_the_time() {
+        // Camel §2.1: "more than 50% of streams exhibit varying degrees of undershooting";
+        // iOS undershoots more than Android (our reading of §5.2).
+        let mut rng = stream(3, 3);
+        let mut stats = |name: &str| {
+            let EtrModel::Distribution { dist, every } = EtrModel::profile(name).unwrap() else {
+                panic!("{name} is a distribution");
+            };
+            assert_eq!(every, Duration::from_secs(12));
+            let v: Vec<f64> = (0..20_000).map(|_| dist.sample(&mut rng)).collect();
+            let under = v.iter().filter(|x| **x < 1.0).count() as f64 / v.len() as f64;
+            (v.iter().sum::<f64>() / v.len() as f64, under)
+        };
+        let (ios_mean, ios_under) = stats("ios");
+        let (android_mean, android_under) = stats("android");
+        assert!((ios_mean - 0.75).abs() < 0.01 && (ios_under - 0.82).abs() < 0.02);
+        assert!((android_mean - 0.857).abs() < 0.01 && (android_under - 0.74).abs() < 0.02);
+        assert!(ios_mean < android_mean);
+        assert_eq!(EtrModel::profile("none").unwrap(), EtrModel::Constant(1.0));
+        let e = EtrModel::profile("windows").unwrap_err();
+        assert!(e.to_string().contains("windows"), "{e}");
+    }
+
+    #[test]
+    fn size_variability_is_lognormal_with_configured_cv() {
+        for cv in [0.1, 0.3, 0.6] {
+            let config = ParametricEncoderConfig {
+                gop: 0,
+                size_variability: cv,
+                ..cfg()
+            };
+            let frames = run(&mut encoder(config, 11), Instant::from_secs(600));
+            let v: Vec<f64> = frames[1..].iter().map(|f| f.size.as_f64()).collect();
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64;
+            let measured = var.sqrt() / m;
+            assert!(
+                (measured / cv - 1.0).abs() < 0.06,
+                "cv {cv}: measured {measured}"
+            );
+            // Log-normal: the log sizes are symmetric around their mean (median < mean).
+            let mut sorted = v.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert!(sorted[sorted.len() / 2] < m);
+        }
+    }
+
+    #[test]
+    fn frames_are_never_empty() {
+        let config = ParametricEncoderConfig {
+            min_bitrate: Bitrate::ZERO,
+            start_bitrate: Bitrate::ZERO,
+            etr: EtrModel::Constant(0.0),
+            ..cfg()
+        };
+        let frames = run(&mut encoder(config, 1), Instant::from_secs(1));
+        assert!(frames.iter().all(|f| f.size == Bytes::new(1)));
+    }
+
+    #[test]
+    fn frame_times_do_not_drift() {
+        let start = Instant::from_millis(7);
+        for fps in [30.0, 29.97, 24.0, 60.0] {
+            let config = ParametricEncoderConfig { fps, ..cfg() };
+            let mut enc = ParametricEncoder::new(start, config, stream(1, 1)).unwrap();
+            for k in 0..10_000u64 {
+                let t = enc.poll_timeout().unwrap();
+                let exact_ns = (k as f64 * 1e9 / fps).round() as u64;
+                assert_eq!(
+                    t,
+                    start + Duration::from_nanos(exact_ns),
+                    "fps {fps} frame {k}"
+                );
+                assert!(enc.produce(t - Duration::from_nanos(1)).is_none());
+                let f = enc.produce(t).unwrap();
+                assert_eq!((f.frame_id, f.capture_time), (k, t));
+            }
+            if fps == 30.0 {
+                assert_eq!(
+                    enc.poll_timeout(),
+                    Some(
+                        start
+                            + Duration::from_secs(10_000 / 30)
+                            + Duration::from_nanos(333_333_333)
+                    )
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn late_driver_gets_every_frame_with_its_capture_time() {
+        let mut enc = encoder(cfg(), 1);
+        let mut frames = Vec::new();
+        while let Some(f) = enc.produce(Instant::from_millis(100)) {
+            frames.push(f);
+        }
+        let ids: Vec<u64> = frames.iter().map(|f| f.frame_id).collect();
+        assert_eq!(ids, vec![0, 1, 2, 3]);
+        assert_eq!(frames[3].capture_time, Instant::from_nanos(100_000_000));
+    }
+
+    #[test]
+    fn config_errors_name_the_field_and_value() {
+        let cases: Vec<(ParametricEncoderConfig, &str, &str)> = vec![
+            (ParametricEncoderConfig { fps: 0.0, ..cfg() }, "fps", "0"),
+            (
+                ParametricEncoderConfig {
+                    fps: f64::NAN,
+                    ..cfg()
+                },
+                "fps",
+                "NaN",
+            ),
+            (
+                ParametricEncoderConfig {
+                    i_frame_factor: 0.5,
+                    ..cfg()
+                },
+                "i_frame_factor",
+                "0.5",
+            ),
+            (
+                ParametricEncoderConfig {
+                    size_variability: -1.0,
+                    ..cfg()
+                },
+                "size_variability",
+                "-1",
+            ),
+            (
+                ParametricEncoderConfig {
+                    min_bitrate: Bitrate::mbps(3),
+                    max_bitrate: Bitrate::mbps(2),
+                    ..cfg()
+                },
+                "min_bitrate",
+                "3Mbps",
+            ),
+            (
+                ParametricEncoderConfig {
+                    etr: EtrModel::Constant(-0.1),
+                    ..cfg()
+                },
+                "etr",
+                "-0.1",
+            ),
+            (
+                ParametricEncoderConfig {
+                    etr: EtrModel::Schedule(vec![
+                        (Duration::from_secs(2), 1.0),
+                        (Duration::from_secs(1), 0.5),
+                    ]),
+                    ..cfg()
+                },
+                "etr.schedule.offset",
+                "1s",
+            ),
+            (
+                ParametricEncoderConfig {
+                    etr: EtrModel::Distribution {
+                        dist: EtrDistribution::Beta {
+                            a: 0.0,
+                            b: 1.0,
+                            scale: 1.0,
+                        },
+                        every: Duration::from_secs(1),
+                    },
+                    ..cfg()
+                },
+                "etr.beta.a",
+                "0",
+            ),
+            (
+                ParametricEncoderConfig {
+                    etr: EtrModel::Distribution {
+                        dist: EtrDistribution::Uniform { lo: 0.5, hi: 1.0 },
+                        every: Duration::ZERO,
+                    },
+                    ..cfg()
+                },
+                "etr.every",
+                "0s",
+            ),
+            (
+                ParametricEncoderConfig {
+                    etr: EtrModel::Distribution {
+                        dist: EtrDistribution::Uniform { lo: 0.9, hi: 0.5 },
+                        every: Duration::from_secs(1),
+                    },
+                    ..cfg()
+                },
+                "etr.uniform.hi",
+                "0.5",
+            ),
+        ];
+        for (config, field, value) in cases {
+            let err = ParametricEncoder::new(Instant::ZERO, config, stream(1, 1)).unwrap_err();
+            let EncoderConfigError::Invalid {
+                field: f, value: v, ..
+            } = &err
+            else {
+                panic!("{err}");
+            };
+            assert_eq!((*f, v.as_str()), (field, value), "{err}");
+            assert!(
+                err.to_string().contains(field) && err.to_string().contains(value),
+                "{err}"
+            );
+        }
+        assert!(ParametricEncoder::new(Instant::ZERO, cfg(), stream(1, 1)).is_ok());
+    }
+
+    #[test]
+    fn same_seed_same_frames_and_etr_independent_of_size_draws() {
+        let config = ParametricEncoderConfig {
+            etr: EtrModel::profile("ios").unwrap(),
+            ..cfg()
+        };
+        let a = run(&mut encoder(config.clone(), 5), Instant::from_secs(60));
+        let b = run(&mut encoder(config.clone(), 5), Instant::from_secs(60));
+        assert_eq!(a, b);
+        let smooth = ParametricEncoderConfig {
+            size_variability: 0.0,
+            ..config
+        };
+        let c = run(&mut encoder(smooth, 5), Instant::from_secs(60));
+        let etr = |v: &[EncodedFrame]| v.iter().map(|f| f.etr).collect::<Vec<_>>();
+        assert_eq!(etr(&a), etr(&c));
+    }
+
+    #[test]
+    fn trace_encoder_loops_and_ignores_targets() {
+        let trace = vec![
+            (Bytes::new(10_000), FrameType::Key),
+            (Bytes::new(1_000), FrameType::Delta),
+            (Bytes::new(2_000), FrameType::Delta),
+        ];
+        let mut enc = TraceEncoder::new(Instant::ZERO, 30.0, trace).unwrap();
+        // Mean of the trace: 13 000 B per 3 frames at 30 fps = 1.04 Mbps.
+        assert_eq!(enc.current_target(), Bitrate::kbps(1040));
+        enc.set_target(Instant::ZERO, Bitrate::kbps(100));
+        let frames = run(&mut enc, Instant::from_millis(200));
+        let sizes: Vec<u64> = frames.iter().map(|f| f.size.get()).collect();
+        assert_eq!(sizes, vec![10_000, 1_000, 2_000, 10_000, 1_000, 2_000]);
+        assert_eq!(frames[3].frame_type, FrameType::Key);
+        assert_eq!(frames[4].capture_time, Instant::from_nanos(133_333_333));
+        assert!(frames
+            .iter()
+            .all(|f| f.target_bitrate == Bitrate::kbps(100)));
+        assert!(TraceEncoder::new(Instant::ZERO, 30.0, vec![]).is_err());
+        assert!(
+            TraceEncoder::new(Instant::ZERO, -1.0, vec![(Bytes::new(1), FrameType::Key)]).is_err()
+        );
     }
 }

@@ -342,7 +342,12 @@ impl Player {
     /// When the front (incomplete) frame is given up: `max_frame_wait` after the
     /// first newer frame completed; `None` while no newer frame is complete.
     fn give_up_deadline(&self) -> Option<Instant> {
-        let first_newer = self.window.iter().skip(1).filter_map(|s| s.complete).min()?;
+        let first_newer = self
+            .window
+            .iter()
+            .skip(1)
+            .filter_map(|s| s.complete)
+            .min()?;
         Some(first_newer + self.config.max_frame_wait)
     }
 
