@@ -8,7 +8,9 @@
 //!   key frame is decodable on its own; a delta frame needs the previous frame to
 //!   have been decoded (displayed).
 //! - **Display.** A decodable frame is displayed at
-//!   `max(complete + playout_delay, previous display)`.
+//!   `max(complete + playout_delay, previous frame finished)`, where the previous
+//!   frame finished at its display instant, or when it was given up (display
+//!   follows frame order, so a frame waits behind an older incomplete one).
 //! - **Giving up.** An incomplete frame is dropped once a newer frame has been
 //!   complete for `max_frame_wait` (by then ARQ has had its chance). Delta frames
 //!   after a dropped or missing frame are undecodable until the next key frame:
@@ -187,8 +189,11 @@ impl Slot {
 }
 
 enum Outcome {
+    /// Displayed at this instant.
     Displayed(Instant),
-    Dropped,
+    /// Given up at this instant.
+    Dropped(Instant),
+    /// Still pending at the end of the run.
     Unfinished,
 }
 
@@ -207,6 +212,9 @@ pub struct Player {
     /// Whether frame `base_id − 1` was decoded (false before any frame).
     prev_decoded: bool,
     last_display: Option<Instant>,
+    /// When frame `base_id − 1` was finished (displayed or given up): the next
+    /// frame cannot be displayed earlier, since display follows frame order.
+    last_resolved: Instant,
     out: VecDeque<FrameRecord>,
     stats: PlayerStats,
 }
@@ -220,6 +228,7 @@ impl Player {
             base_id: 0,
             prev_decoded: false,
             last_display: None,
+            last_resolved: Instant::ZERO,
             out: VecDeque::new(),
             stats: PlayerStats::default(),
         }
@@ -227,6 +236,9 @@ impl Player {
 
     /// A media packet arrived at `now`.
     pub fn on_packet(&mut self, now: Instant, meta: &PacketMeta) {
+        // Deadlines that passed before this packet apply first, even if the driver
+        // has not called `on_timeout` yet.
+        self.advance(now);
         self.stats.packets_received += 1;
         if meta.frame_id < self.base_id {
             self.stats.packets_late += 1;
@@ -331,11 +343,14 @@ impl Player {
         }
     }
 
+    /// `max(complete + playout_delay, previous frame finished)`; the previous
+    /// frame's finish is its display instant when it was displayed.
     fn display_instant(&self, complete: Instant) -> Instant {
         let ready = complete + self.config.playout_delay;
-        match self.last_display {
-            Some(t) if t > ready => t,
-            _ => ready,
+        if self.last_resolved > ready {
+            self.last_resolved
+        } else {
+            ready
         }
     }
 
@@ -360,7 +375,12 @@ impl Player {
                         front.seen && (front.frame_type == FrameType::Key || self.prev_decoded);
                     if !decodable {
                         // Frozen: its reference was lost; wait for the next key frame.
-                        self.finish_front(Outcome::Dropped);
+                        let at = if c > self.last_resolved {
+                            c
+                        } else {
+                            self.last_resolved
+                        };
+                        self.finish_front(Outcome::Dropped(at));
                         continue;
                     }
                     let at = self.display_instant(c);
@@ -370,7 +390,9 @@ impl Player {
                     self.finish_front(Outcome::Displayed(at));
                 }
                 None => match self.give_up_deadline() {
-                    Some(deadline) if deadline <= now => self.finish_front(Outcome::Dropped),
+                    Some(deadline) if deadline <= now => {
+                        self.finish_front(Outcome::Dropped(deadline))
+                    }
                     _ => break,
                 },
             }
@@ -385,9 +407,10 @@ impl Player {
                 self.stats.frames_missing += frame_id - self.base_id;
                 self.base_id = frame_id;
                 self.prev_decoded = false;
+                self.last_resolved = self.last_resolved.max(now);
                 break;
             }
-            self.finish_front(Outcome::Dropped);
+            self.finish_front(Outcome::Dropped(now));
             // Frames behind the one given up may now be displayable or frozen.
             self.advance(now);
         }
@@ -409,13 +432,15 @@ impl Player {
                     }
                 }
                 self.last_display = Some(t);
+                self.last_resolved = t;
                 self.prev_decoded = true;
                 self.stats.frames_displayed += 1;
                 self.stats.displayed_payload += slot.size;
                 Some(t)
             }
-            Outcome::Dropped => {
+            Outcome::Dropped(at) => {
                 self.prev_decoded = false;
+                self.last_resolved = self.last_resolved.max(at);
                 if slot.seen {
                     self.stats.frames_dropped += 1;
                 } else {
@@ -444,5 +469,403 @@ impl Player {
                 dropped: displayed.is_none() && !matches!(outcome, Outcome::Unfinished),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FRAME: Duration = Duration::from_nanos(33_333_333);
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    /// The `n` packets of frame `id` (key frame when `key`), 1000 B each.
+    fn packets(id: u64, key: bool, capture: Instant, n: u32) -> Vec<PacketMeta> {
+        (0..n)
+            .map(|index| PacketMeta {
+                frame_id: id,
+                frame_type: if key {
+                    FrameType::Key
+                } else {
+                    FrameType::Delta
+                },
+                capture_time: capture,
+                index,
+                last_in_frame: index + 1 == n,
+                payload: Bytes::new(1000),
+            })
+            .collect()
+    }
+
+    fn drain(p: &mut Player) -> Vec<FrameRecord> {
+        std::iter::from_fn(|| p.poll_frame()).collect()
+    }
+
+    #[test]
+    fn in_order_frames_display_on_completion() {
+        let mut p = Player::new(PlayerConfig::default());
+        for id in 0..10u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            for (i, pkt) in packets(id, id == 0, capture, 3).iter().enumerate() {
+                p.on_packet(capture + Duration::from_millis(40 + i as u64), pkt);
+            }
+            let r = drain(&mut p);
+            assert_eq!(r.len(), 1, "frame {id} finished at once");
+            let done = capture + Duration::from_millis(42);
+            assert_eq!(r[0].complete, Some(done));
+            assert_eq!(r[0].displayed, Some(done));
+            assert_eq!(r[0].delay(), Some(Duration::from_millis(42)));
+            assert_eq!(r[0].size, Bytes::new(3000));
+            assert!(!r[0].dropped);
+            assert_eq!(p.poll_timeout(), None);
+        }
+        let s = p.stats();
+        assert_eq!(
+            (s.frames_complete, s.frames_displayed, s.frames_dropped),
+            (10, 10, 0)
+        );
+        assert_eq!(s.delivered_payload, Bytes::new(30_000));
+        assert_eq!(s.stall_time, Duration::ZERO);
+    }
+
+    #[test]
+    fn out_of_order_packets_and_frames() {
+        let mut p = Player::new(PlayerConfig::default());
+        let f0 = packets(0, true, ms(0), 4);
+        let f1 = packets(1, false, ms(33), 2);
+        // Frame 1 completes before frame 0; frame 0's packets arrive shuffled.
+        p.on_packet(ms(50), &f0[3]);
+        p.on_packet(ms(51), &f1[1]);
+        p.on_packet(ms(52), &f1[0]);
+        p.on_packet(ms(53), &f0[1]);
+        p.on_packet(ms(54), &f0[0]);
+        assert!(drain(&mut p).is_empty(), "frame 0 still misses packet 2");
+        // Frame 1 is complete, so frame 0 is now waited for until 52 + 500 ms.
+        assert_eq!(p.poll_timeout(), Some(ms(552)));
+        p.on_packet(ms(60), &f0[2]);
+        let r = drain(&mut p);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[0].frame_id, r[0].complete, r[0].displayed),
+            (0, Some(ms(60)), Some(ms(60)))
+        );
+        // Frame 1 was complete first but is displayed after frame 0.
+        assert_eq!(
+            (r[1].frame_id, r[1].complete, r[1].displayed),
+            (1, Some(ms(52)), Some(ms(60)))
+        );
+        assert_eq!(r[1].delay(), Some(Duration::from_millis(19)));
+    }
+
+    #[test]
+    fn duplicates_are_ignored() {
+        let mut p = Player::new(PlayerConfig::default());
+        let f0 = packets(0, true, ms(0), 3);
+        p.on_packet(ms(10), &f0[0]);
+        p.on_packet(ms(11), &f0[0]);
+        p.on_packet(ms(12), &f0[2]);
+        p.on_packet(ms(13), &f0[2]);
+        assert!(
+            drain(&mut p).is_empty(),
+            "duplicates do not complete a frame"
+        );
+        p.on_packet(ms(14), &f0[1]);
+        p.on_packet(ms(15), &f0[1]);
+        let r = drain(&mut p);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].size, Bytes::new(3000));
+        assert_eq!(r[0].complete, Some(ms(14)));
+        let s = p.stats();
+        assert_eq!(
+            (s.packets_received, s.packets_duplicate, s.packets_late),
+            (6, 2, 1)
+        );
+        assert_eq!(s.frames_complete, 1);
+    }
+
+    #[test]
+    fn lost_packet_drops_frame_and_freezes_until_key_frame() {
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        let mut now = ms(0);
+        let mut records = Vec::new();
+        // Frames every 33 ms, delivered 20 ms after capture; key frames at 0 and 10;
+        // frame 3 loses its packet 1.
+        for id in 0..15u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            now = capture + Duration::from_millis(20);
+            while let Some(t) = p.poll_timeout().filter(|t| *t <= now) {
+                p.on_timeout(t);
+            }
+            for pkt in packets(id, id % 10 == 0, capture, 2) {
+                if !(id == 3 && pkt.index == 1) {
+                    p.on_packet(now, &pkt);
+                }
+            }
+            records.extend(drain(&mut p));
+        }
+        p.finish(now);
+        records.extend(drain(&mut p));
+        assert_eq!(records.len(), 15);
+        for r in &records {
+            let shown = r.displayed.is_some();
+            let want_shown = r.frame_id < 3 || r.frame_id >= 10;
+            assert_eq!(shown, want_shown, "frame {}", r.frame_id);
+            assert_eq!(r.dropped, !want_shown, "frame {}", r.frame_id);
+        }
+        // Frame 3 was incomplete; 4..9 were complete but undecodable (frozen).
+        assert_eq!(records[3].complete, None);
+        assert!(records[4..10].iter().all(|r| r.complete.is_some()));
+        // Frame 3 was given up 100 ms after frame 4 completed.
+        let s = p.stats();
+        assert_eq!(
+            (s.frames_displayed, s.frames_dropped, s.frames_complete),
+            (8, 7, 14)
+        );
+        // Display gap from frame 2 to frame 10: a stall of (10 − 2) frame intervals.
+        assert_eq!(s.stall_count, 1);
+        assert_eq!(
+            s.stall_time,
+            records[10].displayed.unwrap() - records[2].displayed.unwrap()
+        );
+    }
+
+    #[test]
+    fn incomplete_frame_is_given_up_at_its_deadline() {
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        p.on_packet(ms(10), &packets(0, true, ms(0), 2)[0]);
+        assert_eq!(
+            p.poll_timeout(),
+            None,
+            "no newer frame complete: wait indefinitely"
+        );
+        for pkt in packets(1, true, ms(33), 1) {
+            p.on_packet(ms(40), &pkt);
+        }
+        assert_eq!(p.poll_timeout(), Some(ms(140)));
+        p.on_timeout(ms(139));
+        assert!(drain(&mut p).is_empty());
+        p.on_timeout(ms(140));
+        let r = drain(&mut p);
+        assert_eq!(r.len(), 2);
+        assert!(r[0].dropped && r[0].displayed.is_none());
+        // The newer key frame is decodable on its own and shown at once.
+        assert_eq!(r[1].displayed, Some(ms(140)));
+        // A late packet of the dropped frame is ignored.
+        p.on_packet(ms(150), &packets(0, true, ms(0), 2)[1]);
+        assert_eq!(p.stats().packets_late, 1);
+    }
+
+    #[test]
+    fn passed_deadline_applies_before_a_late_completing_packet() {
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        let f0 = packets(0, true, ms(0), 2);
+        p.on_packet(ms(10), &f0[0]);
+        for pkt in packets(1, false, ms(33), 1) {
+            p.on_packet(ms(40), &pkt);
+        }
+        // The driver missed the 140 ms timer; the missing packet arrives at 150 ms.
+        p.on_packet(ms(150), &f0[1]);
+        let r = drain(&mut p);
+        assert!(r[0].dropped && r[0].complete.is_none());
+        assert!(r[1].dropped, "delta frame after a dropped frame is frozen");
+        assert_eq!(p.stats().packets_late, 1);
+    }
+
+    #[test]
+    fn wholly_missing_frame_breaks_the_chain_without_a_record() {
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(50),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        for pkt in packets(0, true, ms(0), 1) {
+            p.on_packet(ms(10), &pkt);
+        }
+        // Frame 1 never arrives; frame 2 (delta) and frame 3 (key) do.
+        for pkt in packets(2, false, ms(66), 1) {
+            p.on_packet(ms(80), &pkt);
+        }
+        for pkt in packets(3, true, ms(100), 1) {
+            p.on_packet(ms(110), &pkt);
+        }
+        p.on_timeout(ms(130));
+        let r = drain(&mut p);
+        let ids: Vec<(u64, bool)> = r
+            .iter()
+            .map(|r| (r.frame_id, r.displayed.is_some()))
+            .collect();
+        assert_eq!(ids, vec![(0, true), (2, false), (3, true)]);
+        assert_eq!(p.stats().frames_missing, 1);
+    }
+
+    #[test]
+    fn stall_ratio_counts_whole_gaps_above_threshold() {
+        // Key frames only, so every complete frame is displayed on completion.
+        // Display timeline (ms): 0, 150, 450, 500, 700, 901, 1101.
+        // Gaps: 150 (no), 300 (yes), 50 (no), 200 (no: not above), 201 (yes), 200 (no).
+        let displays = [0u64, 150, 450, 500, 700, 901, 1101];
+        let mut p = Player::new(PlayerConfig::default());
+        for (id, t) in displays.iter().enumerate() {
+            for pkt in packets(id as u64, true, ms(*t), 1) {
+                p.on_packet(ms(*t), &pkt);
+            }
+        }
+        p.finish(ms(2000));
+        let s = p.stats();
+        assert_eq!(s.stall_count, 2);
+        assert_eq!(s.stall_time, Duration::from_millis(501));
+        let ratio = p.stall_ratio(Duration::from_secs(2));
+        assert!((ratio - 0.2505).abs() < 1e-12, "{ratio}");
+        // The open gap to the end of the run is reported but not counted.
+        assert_eq!(s.trailing_gap, Duration::from_millis(899));
+        assert!(p.stall_ratio(Duration::ZERO).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn playout_delay_postpones_display() {
+        let cfg = PlayerConfig {
+            playout_delay: Duration::from_millis(80),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        for pkt in packets(0, true, ms(0), 2) {
+            p.on_packet(ms(30), &pkt);
+        }
+        assert!(drain(&mut p).is_empty());
+        assert_eq!(p.poll_timeout(), Some(ms(110)));
+        // Frame 1 completes earlier than frame 0's display: it waits behind it.
+        for pkt in packets(1, false, ms(33), 1) {
+            p.on_packet(ms(40), &pkt);
+        }
+        p.on_timeout(ms(109));
+        assert!(drain(&mut p).is_empty());
+        p.on_timeout(ms(110));
+        let r = drain(&mut p);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].displayed, Some(ms(110)));
+        assert_eq!(
+            r[0].delay(),
+            Some(Duration::from_millis(30)),
+            "delay excludes the buffer"
+        );
+        assert_eq!(p.poll_timeout(), Some(ms(120)));
+        p.on_timeout(ms(125));
+        let r = drain(&mut p);
+        assert_eq!(
+            r[0].displayed,
+            Some(ms(120)),
+            "displayed at its due time, not when polled"
+        );
+    }
+
+    #[test]
+    fn finish_flushes_pending_frames_as_not_displayed() {
+        let cfg = PlayerConfig {
+            playout_delay: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        for pkt in packets(0, true, ms(0), 1) {
+            p.on_packet(ms(10), &pkt);
+        }
+        p.on_packet(ms(20), &packets(1, false, ms(33), 2)[0]);
+        p.finish(ms(50));
+        let r = drain(&mut p);
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|r| r.displayed.is_none() && !r.dropped));
+        assert_eq!(r[0].complete, Some(ms(10)));
+        assert_eq!(p.stats().frames_unfinished, 2);
+        assert_eq!(p.poll_timeout(), None);
+    }
+
+    #[test]
+    fn inconsistent_packets_are_rejected() {
+        let mut p = Player::new(PlayerConfig::default());
+        let f = packets(0, true, ms(0), 3);
+        p.on_packet(ms(1), &f[2]); // last = 2
+        let mut beyond = f[1];
+        beyond.index = 5;
+        p.on_packet(ms(2), &beyond);
+        let mut huge = f[0];
+        huge.index = MAX_PACKETS_PER_FRAME;
+        p.on_packet(ms(3), &huge);
+        let mut early_last = f[0];
+        early_last.last_in_frame = true;
+        p.on_packet(ms(4), &early_last);
+        assert_eq!(p.stats().packets_invalid, 3);
+        p.on_packet(ms(5), &f[0]);
+        p.on_packet(ms(6), &f[1]);
+        assert_eq!(drain(&mut p).len(), 1);
+    }
+
+    #[test]
+    fn memory_stays_bounded_over_a_long_run() {
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        let mut max_window = 0;
+        let mut finished = 0u64;
+        for id in 0..100_000u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            let now = capture + Duration::from_millis(50);
+            while let Some(t) = p.poll_timeout().filter(|t| *t <= now) {
+                p.on_timeout(t);
+            }
+            for pkt in packets(id, id % 60 == 0, capture, 3) {
+                // Every 97th frame loses a packet.
+                if !(id % 97 == 5 && pkt.index == 0) {
+                    p.on_packet(now, &pkt);
+                }
+            }
+            finished += drain(&mut p).len() as u64;
+            max_window = max_window.max(p.window.len());
+            assert!(p.out.is_empty());
+        }
+        assert!(max_window <= 5, "window grew to {max_window}");
+        assert!(finished >= 99_990);
+        let s = p.stats();
+        assert_eq!(
+            s.frames_displayed + s.frames_dropped + p.window.len() as u64,
+            100_000
+        );
+        assert!(s.frames_dropped > 1000, "frozen frames after each loss");
+    }
+
+    #[test]
+    fn window_is_capped_when_frames_never_complete() {
+        let mut p = Player::new(PlayerConfig::default());
+        for id in 0..5_000u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            // Only packet 0 of 2 ever arrives: no frame completes, no deadline starts.
+            p.on_packet(capture, &packets(id, true, capture, 2)[0]);
+            assert!(p.window.len() as u64 <= WINDOW_CAP);
+            drain(&mut p);
+        }
+        assert_eq!(p.stats().frames_dropped, 5_000 - WINDOW_CAP);
+        // A jump far ahead skips ids in bulk instead of walking through them.
+        p.finish(ms(1_000_000));
+        let mut q = Player::new(PlayerConfig::default());
+        for pkt in packets(1_000_000_000, true, ms(5), 1) {
+            q.on_packet(ms(10), &pkt);
+        }
+        assert_eq!(q.stats().frames_missing, 1_000_000_000);
+        assert_eq!(q.stats().frames_displayed, 1);
     }
 }
