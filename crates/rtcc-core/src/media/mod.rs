@@ -1,5 +1,5 @@
 //! Media models: frames, encoder models, packetizer, receiver-side player.
 
-pub mod frame;
 pub mod encoder;
+pub mod frame;
 pub mod player;
