@@ -42,6 +42,7 @@ pub mod media;
 pub mod packet;
 pub mod pacer;
 pub mod rng;
+pub mod session;
 pub mod time;
 pub mod units;
 
