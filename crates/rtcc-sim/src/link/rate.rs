@@ -1,7 +1,7 @@
 //! Rate models of a link and the lazy FIFO departure computation over them.
 //!
 //! A link serves packets first-in first-out. Instead of simulating each
-//! transmission with events, [`Server::serve`] is told a packet's arrival and
+//! transmission with events, `Server::serve` is told a packet's arrival and
 //! returns at once when its service starts and when its last bit leaves:
 //!
 //! - [`RateModel::Constant`]: `departure = max(now, previous departure) + size / rate`.

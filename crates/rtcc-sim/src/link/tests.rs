@@ -491,6 +491,24 @@ fn opennetlab_capacity_loss_and_rtt() {
 }
 
 #[test]
+fn trace_format_names() {
+    assert_eq!(
+        "mahimahi".parse::<TraceFormat>().unwrap(),
+        TraceFormat::Mahimahi
+    );
+    assert_eq!(
+        "throughput".parse::<TraceFormat>().unwrap(),
+        TraceFormat::Throughput
+    );
+    assert_eq!(
+        "opennetlab".parse::<TraceFormat>().unwrap(),
+        TraceFormat::OpenNetLab
+    );
+    let e = "pcap".parse::<TraceFormat>().unwrap_err().to_string();
+    assert!(e.contains("pcap") && e.contains("mahimahi"), "{e}");
+}
+
+#[test]
 fn load_trace_opennetlab_gives_schedule() {
     let m = load_trace(
         &repo_root().join("traces/opennetlab/trace_300k.json"),

@@ -32,7 +32,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rtcc_core::{Bitrate, Duration, Probability};
+use rtcc_core::{Bitrate, Duration, ParseError, Probability};
 use serde::Deserialize;
 
 use super::loss::LossSchedule;
@@ -47,6 +47,23 @@ pub enum TraceFormat {
     Throughput,
     /// OpenNetLab / AlphaRTC gym JSON trace.
     OpenNetLab,
+}
+
+impl std::str::FromStr for TraceFormat {
+    type Err = ParseError;
+    /// Parses the scenario spelling: `"mahimahi"`, `"throughput"` or `"opennetlab"`.
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        match s.trim() {
+            "mahimahi" => Ok(TraceFormat::Mahimahi),
+            "throughput" => Ok(TraceFormat::Throughput),
+            "opennetlab" => Ok(TraceFormat::OpenNetLab),
+            _ => Err(ParseError::new(
+                "trace format",
+                s,
+                "must be one of mahimahi, throughput, opennetlab",
+            )),
+        }
+    }
 }
 
 /// Why a trace file could not be loaded. Names the file and, where there is one,
