@@ -109,7 +109,13 @@ pub struct ArrivalGrouper {
 impl ArrivalGrouper {
     /// A grouper with no history.
     pub fn new(config: GroupingConfig) -> Self {
-        ArrivalGrouper { config, current: None, prev: None, consecutive_reordered: 0, skipped_reordered: 0 }
+        ArrivalGrouper {
+            config,
+            current: None,
+            prev: None,
+            consecutive_reordered: 0,
+            skipped_reordered: 0,
+        }
     }
 
     /// Forget all groups (stream time-out, receiver clock jump).
@@ -128,7 +134,13 @@ impl ArrivalGrouper {
     /// is processed; `send_time` is in the sender's clock and `arrival` in the
     /// receiver's. Returns the deltas between the last two complete groups when
     /// this packet starts a new group.
-    pub fn on_packet(&mut self, now: Instant, send_time: Instant, arrival: Instant, size: Bytes) -> Option<GroupDeltas> {
+    pub fn on_packet(
+        &mut self,
+        now: Instant,
+        send_time: Instant,
+        arrival: Instant,
+        size: Bytes,
+    ) -> Option<GroupDeltas> {
         let Some(mut current) = self.current else {
             self.current = Some(PacketGroup {
                 first_send: send_time,
@@ -151,8 +163,12 @@ impl ArrivalGrouper {
             if let Some(prev) = self.prev {
                 let send_delta = current.last_send.signed_nanos_since(prev.last_send);
                 let arrival_delta = current.complete_time.signed_nanos_since(prev.complete_time);
-                let local_delta = current.last_local_time.signed_nanos_since(prev.last_local_time);
-                if arrival_delta - local_delta >= self.config.arrival_offset_threshold.as_nanos() as i64 {
+                let local_delta = current
+                    .last_local_time
+                    .signed_nanos_since(prev.last_local_time);
+                if arrival_delta - local_delta
+                    >= self.config.arrival_offset_threshold.as_nanos() as i64
+                {
                     // The receiver clock jumped: start over with this packet.
                     self.reset();
                     self.current = Some(PacketGroup {
@@ -203,14 +219,24 @@ impl ArrivalGrouper {
 
     /// Draft §5.2: a packet starts a new group unless it belongs to the current
     /// burst, or it was sent within `group_length` of the group's first packet.
-    fn starts_new_group(&self, current: &PacketGroup, send_time: Instant, arrival: Instant) -> bool {
+    fn starts_new_group(
+        &self,
+        current: &PacketGroup,
+        send_time: Instant,
+        arrival: Instant,
+    ) -> bool {
         if self.belongs_to_burst(current, send_time, arrival) {
             return false;
         }
         send_time - current.first_send > self.config.group_length
     }
 
-    fn belongs_to_burst(&self, current: &PacketGroup, send_time: Instant, arrival: Instant) -> bool {
+    fn belongs_to_burst(
+        &self,
+        current: &PacketGroup,
+        send_time: Instant,
+        arrival: Instant,
+    ) -> bool {
         let arrival_delta = arrival.signed_nanos_since(current.complete_time);
         let send_delta = send_time.signed_nanos_since(current.last_send);
         if send_delta == 0 {
@@ -235,22 +261,23 @@ mod tests {
     }
 
     fn feed(g: &mut ArrivalGrouper, pkts: &[(Instant, Instant)]) -> Vec<GroupDeltas> {
-        pkts.iter().filter_map(|&(s, a)| g.on_packet(a, s, a, Bytes::new(1000))).collect()
+        pkts.iter()
+            .filter_map(|&(s, a)| g.on_packet(a, s, a, Bytes::new(1000)))
+            .collect()
     }
 
     #[test]
     fn packets_within_5ms_of_send_form_one_group() {
         let mut g = ArrivalGrouper::new(GroupingConfig::default());
-        // Group A: sends 0,2,4 ms. Group B: 10,12 ms. Group C: 20 ms (starts, completes B).
-        // Arrivals spaced like sends plus 50 ms, except B arrives 3 ms late.
+        // Group A: sends 0,2,4 ms. Group B: 10,12 ms. Group C: 20 ms. D: 30 ms.
         let pkts = [
             (ms(0), ms(50)),
             (ms(2), ms(52)),
             (ms(4), ms(54)),
             (ms(10), ms(63)),
             (ms(12), ms(65)),
-            (ms(20), ms(70)),
-            (ms(30), ms(80)),
+            (ms(20), ms(72)),
+            (ms(30), ms(82)),
         ];
         let d = feed(&mut g, &pkts);
         assert_eq!(d.len(), 2, "{d:?}");
@@ -261,7 +288,8 @@ mod tests {
         assert!((d[0].delay_variation_ms() - 3.0).abs() < 1e-9);
         // B vs C.
         assert!((d[1].send_delta_ms - 8.0).abs() < 1e-9);
-        assert!((d[1].arrival_delta_ms - 5.0).abs() < 1e-9);
+        assert!((d[1].arrival_delta_ms - 7.0).abs() < 1e-9);
+        assert_eq!(d[1].size_delta, 1000 - 2000);
     }
 
     #[test]
@@ -292,7 +320,11 @@ mod tests {
         let mut g = ArrivalGrouper::new(GroupingConfig::default());
         // Arrivals 1 ms apart but sends 0.5 ms apart: propagation delta > 0,
         // and sends 6 ms after group start: separate groups.
-        let pkts = [(us(0), us(100_000)), (us(6_000), us(106_500)), (us(12_000), us(113_000))];
+        let pkts = [
+            (us(0), us(100_000)),
+            (us(6_000), us(106_500)),
+            (us(12_000), us(113_000)),
+        ];
         let d = feed(&mut g, &pkts);
         assert_eq!(d.len(), 1);
         assert!((d[0].send_delta_ms - 6.0).abs() < 1e-9);
@@ -318,22 +350,23 @@ mod tests {
     #[test]
     fn negative_arrival_delta_skips_group_and_resets_after_three() {
         let mut g = ArrivalGrouper::new(GroupingConfig::default());
-        // Arrivals fed out of order (receiver stamps going backwards).
-        assert!(g.on_packet(ms(0), ms(0), ms(100), Bytes::new(1000)).is_none());
-        assert!(g.on_packet(ms(0), ms(10), ms(110), Bytes::new(1000)).is_none());
-        // Completes {10}: arrival delta 110-100 > 0 → deltas.
-        assert!(g.on_packet(ms(0), ms(20), ms(90), Bytes::new(1000)).is_some());
-        // Completes {20} whose arrival (90) precedes {10}'s (110): skipped.
-        assert!(g.on_packet(ms(0), ms(30), ms(95), Bytes::new(1000)).is_none());
-        assert_eq!(g.skipped_reordered(), 1);
-        assert!(g.on_packet(ms(0), ms(40), ms(96), Bytes::new(1000)).is_none());
-        // Third reordered group in a row: the grouper resets ...
-        assert!(g.on_packet(ms(0), ms(50), ms(97), Bytes::new(1000)).is_none());
-        assert_eq!(g.skipped_reordered(), 3);
-        // ... so two fresh groups are needed before deltas flow again.
-        assert!(g.on_packet(ms(0), ms(60), ms(98), Bytes::new(1000)).is_none());
-        assert!(g.on_packet(ms(0), ms(70), ms(108), Bytes::new(1000)).is_none());
-        let d = g.on_packet(ms(0), ms(80), ms(119), Bytes::new(1000)).expect("deltas after reset");
+        let mut p = |send: u64, arr: u64| g.on_packet(ms(0), ms(send), ms(arr), Bytes::new(1000));
+        assert!(p(0, 100).is_none()); // G1
+        assert!(p(10, 110).is_none()); // G2 starts
+        assert!(p(16, 111).is_none()); // burst member of G2
+        assert!(p(30, 112).is_none()); // burst member: G2 sends span 10..30
+                                       // Sent after G2's first packet but arriving before G2's last one with a
+                                       // positive propagation delta: starts G3; G1→G2 deltas come out.
+        let d = p(18, 105).expect("G1 vs G2");
+        assert!((d.arrival_delta_ms - 12.0).abs() < 1e-9);
+        // G3 completed at 105 < G2's 112: skipped, three times in a row → reset.
+        assert!(p(40, 130).is_none());
+        assert!(p(50, 140).is_none());
+        assert!(p(60, 150).is_none());
+        // Fresh start: two groups are needed before deltas flow again.
+        assert!(p(70, 160).is_none());
+        assert!(p(80, 170).is_none());
+        let d = p(90, 180).expect("deltas after reset");
         assert!((d.send_delta_ms - 10.0).abs() < 1e-9);
         assert!((d.arrival_delta_ms - 10.0).abs() < 1e-9);
     }

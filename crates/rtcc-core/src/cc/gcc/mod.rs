@@ -162,17 +162,60 @@ impl GccConfig {
     /// Checks the ranges the algorithm relies on.
     pub fn validate(&self) -> Result<(), GccConfigError> {
         if self.min_bitrate > self.max_bitrate || self.max_bitrate.is_zero() {
-            return Err(GccConfigError::Bounds { min: self.min_bitrate, max: self.max_bitrate });
+            return Err(GccConfigError::Bounds {
+                min: self.min_bitrate,
+                max: self.max_bitrate,
+            });
         }
         let checks: [(&'static str, f64, bool, &'static str); 9] = [
-            ("pacing_factor", self.pacing_factor, self.pacing_factor >= 1.0, ">= 1"),
-            ("trendline_window", self.trendline_window as f64, self.trendline_window >= 2, ">= 2"),
-            ("trendline_smoothing", self.trendline_smoothing, (0.0..1.0).contains(&self.trendline_smoothing), "[0, 1)"),
-            ("trendline_threshold_gain", self.trendline_threshold_gain, self.trendline_threshold_gain > 0.0, "> 0"),
-            ("initial_threshold_ms", self.initial_threshold_ms, self.initial_threshold_ms > 0.0, "> 0"),
-            ("increase_factor", self.increase_factor, self.increase_factor >= 1.0, ">= 1"),
-            ("beta", self.beta, self.beta > 0.0 && self.beta < 1.0, "(0, 1)"),
-            ("low_loss_threshold", self.low_loss_threshold, (0.0..=1.0).contains(&self.low_loss_threshold), "[0, 1]"),
+            (
+                "pacing_factor",
+                self.pacing_factor,
+                self.pacing_factor >= 1.0,
+                ">= 1",
+            ),
+            (
+                "trendline_window",
+                self.trendline_window as f64,
+                self.trendline_window >= 2,
+                ">= 2",
+            ),
+            (
+                "trendline_smoothing",
+                self.trendline_smoothing,
+                (0.0..1.0).contains(&self.trendline_smoothing),
+                "[0, 1)",
+            ),
+            (
+                "trendline_threshold_gain",
+                self.trendline_threshold_gain,
+                self.trendline_threshold_gain > 0.0,
+                "> 0",
+            ),
+            (
+                "initial_threshold_ms",
+                self.initial_threshold_ms,
+                self.initial_threshold_ms > 0.0,
+                "> 0",
+            ),
+            (
+                "increase_factor",
+                self.increase_factor,
+                self.increase_factor >= 1.0,
+                ">= 1",
+            ),
+            (
+                "beta",
+                self.beta,
+                self.beta > 0.0 && self.beta < 1.0,
+                "(0, 1)",
+            ),
+            (
+                "low_loss_threshold",
+                self.low_loss_threshold,
+                (0.0..=1.0).contains(&self.low_loss_threshold),
+                "[0, 1]",
+            ),
             (
                 "high_loss_threshold",
                 self.high_loss_threshold,
@@ -182,7 +225,11 @@ impl GccConfig {
         ];
         for (key, value, ok, expected) in checks {
             if !ok || !value.is_finite() {
-                return Err(GccConfigError::OutOfRange { key, value, expected });
+                return Err(GccConfigError::OutOfRange {
+                    key,
+                    value,
+                    expected,
+                });
             }
         }
         Ok(())
@@ -256,7 +303,10 @@ pub struct Gcc {
 impl Gcc {
     /// A GCC instance starting at `now`.
     pub fn new(now: Instant, config: GccConfig) -> Self {
-        let grouping = GroupingConfig { group_length: config.group_length, ..GroupingConfig::default() };
+        let grouping = GroupingConfig {
+            group_length: config.group_length,
+            ..GroupingConfig::default()
+        };
         let trend = TrendlineConfig {
             window: config.trendline_window.max(2),
             smoothing: config.trendline_smoothing,
@@ -350,7 +400,9 @@ impl Gcc {
     }
 
     fn update_rtt(&mut self, now: Instant, report: &FeedbackReport) {
-        let Some(sample) = report.rtt_sample(now) else { return };
+        let Some(sample) = report.rtt_sample(now) else {
+            return;
+        };
         self.min_rtt = Some(self.min_rtt.map_or(sample, |m| m.min(sample)));
         let srtt = match self.srtt {
             None => sample,
@@ -364,7 +416,10 @@ impl Gcc {
     /// The delay-based chain over one report (libwebrtc
     /// `DelayBasedBwe::IncomingPacketFeedbackVector` and `MaybeUpdateEstimate`).
     fn delay_based_update(&mut self, now: Instant) {
-        if self.last_seen_feedback.is_some_and(|t| now - t > self.config.stream_timeout) {
+        if self
+            .last_seen_feedback
+            .is_some_and(|t| now - t > self.config.stream_timeout)
+        {
             // delay_based_bwe.cc: after kStreamTimeOut the filters restart.
             self.grouper.reset();
             self.trendline = Trendline::new(TrendlineConfig {
@@ -383,7 +438,10 @@ impl Gcc {
         self.last_seen_feedback = Some(now);
         for p in &self.scratch {
             let Some(arrival) = p.arrival else { continue };
-            if let Some(d) = self.grouper.on_packet(now, p.sent.send_time, arrival, p.sent.size) {
+            if let Some(d) = self
+                .grouper
+                .on_packet(now, p.sent.send_time, arrival, p.sent.size)
+            {
                 let sample = self.trendline.update(&d);
                 self.detector.detect(&sample);
             }
@@ -423,12 +481,14 @@ impl CongestionController for Gcc {
         self.process(now);
         self.update_rtt(now, report);
         let lost = report.lost_count() as u64;
-        self.loss.on_loss_report(now, lost, report.packets.len() as u64);
+        self.loss
+            .on_loss_report(now, lost, report.packets.len() as u64);
 
         // goog_cc sorts each feedback by receive time before both the
         // acknowledged-bitrate estimator and the delay-based estimator.
         self.scratch.clear();
-        self.scratch.extend(report.packets.iter().filter(|p| p.received()));
+        self.scratch
+            .extend(report.packets.iter().filter(|p| p.received()));
         self.scratch.sort_by_key(|p| (p.arrival, p.sent.seq));
         for p in &self.scratch {
             if let Some(a) = p.arrival {
@@ -457,7 +517,10 @@ impl CongestionController for Gcc {
     }
 
     fn send_budget(&self) -> SendBudget {
-        SendBudget::paced(self.target_bitrate().mul_f64(self.config.pacing_factor.max(1.0)))
+        SendBudget::paced(
+            self.target_bitrate()
+                .mul_f64(self.config.pacing_factor.max(1.0)),
+        )
     }
 
     fn estimate(&self) -> Estimate {

@@ -141,7 +141,10 @@ impl OveruseDetector {
             };
             self.time_over_using_ms = Some(t);
             self.overuse_counter += 1;
-            if t > self.config.overuse_time_ms && self.overuse_counter > 1 && sample.trend >= sample.prev_trend {
+            if t > self.config.overuse_time_ms
+                && self.overuse_counter > 1
+                && sample.trend >= sample.prev_trend
+            {
                 self.time_over_using_ms = Some(0.0);
                 self.overuse_counter = 0;
                 self.state = BandwidthUsage::Overusing;
@@ -166,10 +169,17 @@ impl OveruseDetector {
         if abs > self.threshold_ms + MAX_ADAPT_OFFSET_MS {
             return;
         }
-        let k = if abs < self.threshold_ms { self.config.k_down } else { self.config.k_up };
-        let dt_ms = (now.signed_nanos_since(last) as f64 * 1e-6).clamp(0.0, MAX_THRESHOLD_TIME_DELTA_MS);
+        let k = if abs < self.threshold_ms {
+            self.config.k_down
+        } else {
+            self.config.k_up
+        };
+        let dt_ms =
+            (now.signed_nanos_since(last) as f64 * 1e-6).clamp(0.0, MAX_THRESHOLD_TIME_DELTA_MS);
         self.threshold_ms += k * (abs - self.threshold_ms) * dt_ms;
-        self.threshold_ms = self.threshold_ms.clamp(self.config.min_threshold_ms, self.config.max_threshold_ms);
+        self.threshold_ms = self
+            .threshold_ms
+            .clamp(self.config.min_threshold_ms, self.config.max_threshold_ms);
     }
 }
 
@@ -193,10 +203,17 @@ mod tests {
         let mut d = OveruseDetector::new(OveruseConfig::default());
         // |m| = 20 (within 12.5 + 15): threshold moves up with k_up.
         d.detect(&sample(0, -20.0, -0.1, -0.1, 10.0));
-        assert!((d.threshold_ms() - 12.5).abs() < 1e-12, "first update has dt = 0");
+        assert!(
+            (d.threshold_ms() - 12.5).abs() < 1e-12,
+            "first update has dt = 0"
+        );
         d.detect(&sample(10, -20.0, -0.1, -0.1, 10.0));
         let expect = 12.5 + 0.0087 * (20.0 - 12.5) * 10.0;
-        assert!((d.threshold_ms() - expect).abs() < 1e-9, "{}", d.threshold_ms());
+        assert!(
+            (d.threshold_ms() - expect).abs() < 1e-9,
+            "{}",
+            d.threshold_ms()
+        );
         // |m| = 0: threshold shrinks with k_down, clamped at 6 ms eventually.
         let before = d.threshold_ms();
         d.detect(&sample(20, 0.0, 0.0, 0.0, 10.0));
@@ -225,30 +242,63 @@ mod tests {
     fn overuse_requires_persistence_beyond_10ms() {
         let mut d = OveruseDetector::new(OveruseConfig::default());
         // Groups 4 ms apart: timer 2, 6, 10 (not > 10), 14 ms.
-        assert_eq!(d.detect(&sample(0, 20.0, 0.1, 0.1, 4.0)), BandwidthUsage::Normal);
-        assert_eq!(d.detect(&sample(4, 20.0, 0.1, 0.1, 4.0)), BandwidthUsage::Normal);
-        assert_eq!(d.detect(&sample(8, 20.0, 0.1, 0.1, 4.0)), BandwidthUsage::Normal);
-        assert_eq!(d.detect(&sample(12, 20.0, 0.1, 0.1, 4.0)), BandwidthUsage::Overusing);
+        assert_eq!(
+            d.detect(&sample(0, 20.0, 0.1, 0.1, 4.0)),
+            BandwidthUsage::Normal
+        );
+        assert_eq!(
+            d.detect(&sample(4, 20.0, 0.1, 0.1, 4.0)),
+            BandwidthUsage::Normal
+        );
+        assert_eq!(
+            d.detect(&sample(8, 20.0, 0.1, 0.1, 4.0)),
+            BandwidthUsage::Normal
+        );
+        assert_eq!(
+            d.detect(&sample(12, 20.0, 0.1, 0.1, 4.0)),
+            BandwidthUsage::Overusing
+        );
         // A dip below the threshold resets the timer; state follows the signal.
         let mut d = OveruseDetector::new(OveruseConfig::default());
         d.detect(&sample(0, 20.0, 0.1, 0.1, 8.0));
-        assert_eq!(d.detect(&sample(8, 1.0, 0.0, 0.1, 8.0)), BandwidthUsage::Normal);
-        assert_eq!(d.detect(&sample(16, 20.0, 0.1, 0.0, 8.0)), BandwidthUsage::Normal);
-        assert_eq!(d.detect(&sample(24, 20.0, 0.1, 0.1, 8.0)), BandwidthUsage::Overusing);
+        assert_eq!(
+            d.detect(&sample(8, 1.0, 0.0, 0.1, 8.0)),
+            BandwidthUsage::Normal
+        );
+        assert_eq!(
+            d.detect(&sample(16, 20.0, 0.1, 0.0, 8.0)),
+            BandwidthUsage::Normal
+        );
+        assert_eq!(
+            d.detect(&sample(24, 20.0, 0.1, 0.1, 8.0)),
+            BandwidthUsage::Overusing
+        );
     }
 
     #[test]
     fn overuse_not_declared_while_trend_decreasing() {
         let mut d = OveruseDetector::new(OveruseConfig::default());
         d.detect(&sample(0, 20.0, 0.2, 0.2, 20.0));
-        assert_eq!(d.detect(&sample(20, 19.0, 0.19, 0.2, 20.0)), BandwidthUsage::Normal);
-        assert_eq!(d.detect(&sample(40, 19.5, 0.195, 0.19, 20.0)), BandwidthUsage::Overusing);
+        assert_eq!(
+            d.detect(&sample(20, 19.0, 0.19, 0.2, 20.0)),
+            BandwidthUsage::Normal
+        );
+        assert_eq!(
+            d.detect(&sample(40, 19.5, 0.195, 0.19, 20.0)),
+            BandwidthUsage::Overusing
+        );
     }
 
     #[test]
     fn underuse_below_negative_threshold() {
         let mut d = OveruseDetector::new(OveruseConfig::default());
-        assert_eq!(d.detect(&sample(0, -13.0, -0.1, 0.0, 10.0)), BandwidthUsage::Underusing);
-        assert_eq!(d.detect(&sample(10, -5.0, -0.01, -0.1, 10.0)), BandwidthUsage::Normal);
+        assert_eq!(
+            d.detect(&sample(0, -13.0, -0.1, 0.0, 10.0)),
+            BandwidthUsage::Underusing
+        );
+        assert_eq!(
+            d.detect(&sample(10, -5.0, -0.01, -0.1, 10.0)),
+            BandwidthUsage::Normal
+        );
     }
 }

@@ -122,7 +122,10 @@ pub struct LinkCapacity {
 
 impl LinkCapacity {
     fn new() -> Self {
-        LinkCapacity { estimate_kbps: None, deviation_kbps: LINK_CAPACITY_DEVIATION_BOUNDS.0 }
+        LinkCapacity {
+            estimate_kbps: None,
+            deviation_kbps: LINK_CAPACITY_DEVIATION_BOUNDS.0,
+        }
     }
     /// The estimate, if any.
     pub fn estimate(&self) -> Option<Bitrate> {
@@ -133,11 +136,14 @@ impl LinkCapacity {
     }
     /// Estimate + 3σ, or `None` (= infinite) without an estimate.
     pub fn upper_bound(&self) -> Option<Bitrate> {
-        self.estimate_kbps.map(|e| Bitrate::from_bps_f64((e + 3.0 * self.std_dev_kbps(e)) * 1e3))
+        self.estimate_kbps
+            .map(|e| Bitrate::from_bps_f64((e + 3.0 * self.std_dev_kbps(e)) * 1e3))
     }
     /// Estimate − 3σ (at least zero), or zero without an estimate.
     pub fn lower_bound(&self) -> Bitrate {
-        self.estimate_kbps.map_or(Bitrate::ZERO, |e| Bitrate::from_bps_f64((e - 3.0 * self.std_dev_kbps(e)) * 1e3))
+        self.estimate_kbps.map_or(Bitrate::ZERO, |e| {
+            Bitrate::from_bps_f64((e - 3.0 * self.std_dev_kbps(e)) * 1e3)
+        })
     }
     fn reset(&mut self) {
         self.estimate_kbps = None;
@@ -152,8 +158,10 @@ impl LinkCapacity {
         self.estimate_kbps = Some(est);
         let norm = est.max(1.0);
         let err = est - sample;
-        self.deviation_kbps = ((1.0 - a) * self.deviation_kbps + a * err * err / norm)
-            .clamp(LINK_CAPACITY_DEVIATION_BOUNDS.0, LINK_CAPACITY_DEVIATION_BOUNDS.1);
+        self.deviation_kbps = ((1.0 - a) * self.deviation_kbps + a * err * err / norm).clamp(
+            LINK_CAPACITY_DEVIATION_BOUNDS.0,
+            LINK_CAPACITY_DEVIATION_BOUNDS.1,
+        );
     }
 }
 
@@ -214,7 +222,10 @@ impl AimdRateControl {
     /// libwebrtc `TimeToReduceFurther`: at most one decrease per
     /// rtt ∈ [10, 200] ms, unless the acknowledged rate fell below half the estimate.
     pub fn time_to_reduce_further(&self, now: Instant, acked: Bitrate) -> bool {
-        let interval = self.rtt.max(Duration::from_millis(10)).min(Duration::from_millis(200));
+        let interval = self
+            .rtt
+            .max(Duration::from_millis(10))
+            .min(Duration::from_millis(200));
         match self.time_last_change {
             None => true,
             Some(t) if now - t >= interval => true,
@@ -241,7 +252,12 @@ impl AimdRateControl {
 
     /// Feed the detector's signal and the acknowledged bitrate; returns the
     /// new estimate (libwebrtc `Update` / `ChangeBitrate`).
-    pub fn update(&mut self, now: Instant, usage: BandwidthUsage, acked: Option<Bitrate>) -> Bitrate {
+    pub fn update(
+        &mut self,
+        now: Instant,
+        usage: BandwidthUsage,
+        acked: Option<Bitrate>,
+    ) -> Bitrate {
         let acked = match acked {
             Some(a) => {
                 self.latest_acked = a;
@@ -255,7 +271,11 @@ impl AimdRateControl {
         match self.state {
             RateControlState::Hold => {}
             RateControlState::Increase => {
-                if self.link_capacity.upper_bound().is_some_and(|ub| acked > ub) {
+                if self
+                    .link_capacity
+                    .upper_bound()
+                    .is_some_and(|ub| acked > ub)
+                {
                     self.link_capacity.reset();
                 }
                 let since = self.time_last_change.map_or(Duration::ZERO, |t| now - t);
@@ -311,8 +331,13 @@ impl AimdRateControl {
 
     /// libwebrtc `MultiplicativeRateIncrease`: `current · (1.08^min(Δt,1s) − 1)`, ≥ 1 kbps.
     fn multiplicative_increase(&self, since: Duration) -> Bitrate {
-        let alpha = self.config.increase_factor.powf(since.as_secs_f64().min(1.0));
-        self.current.mul_f64(alpha - 1.0).max(MIN_MULTIPLICATIVE_INCREASE)
+        let alpha = self
+            .config
+            .increase_factor
+            .powf(since.as_secs_f64().min(1.0));
+        self.current
+            .mul_f64(alpha - 1.0)
+            .max(MIN_MULTIPLICATIVE_INCREASE)
     }
 
     /// libwebrtc `AdditiveRateIncrease`: near-max increase rate × Δt.
@@ -327,7 +352,8 @@ impl AimdRateControl {
         let frame_bits = self.current.as_bps_f64() / FRAME_RATE;
         let packets_per_frame = (frame_bits / PACKET_SIZE.bits() as f64).ceil().max(1.0);
         let avg_packet_bits = frame_bits / packets_per_frame;
-        let response_time = (self.rtt + DETECTOR_DELAY).as_secs_f64() * self.config.response_time_factor;
+        let response_time =
+            (self.rtt + DETECTOR_DELAY).as_secs_f64() * self.config.response_time_factor;
         (avg_packet_bits / response_time).max(MIN_ADDITIVE_INCREASE_PER_SEC)
     }
 
@@ -366,7 +392,11 @@ mod tests {
         // One second later: ×1.08.
         c.update(t(1000), BandwidthUsage::Normal, acked);
         let expect = 501_000.0 * 1.08;
-        assert!((c.latest_estimate().as_bps_f64() - expect).abs() <= 1.0, "{}", c.latest_estimate());
+        assert!(
+            (c.latest_estimate().as_bps_f64() - expect).abs() <= 1.0,
+            "{}",
+            c.latest_estimate()
+        );
         // 100 ms later: ×1.08^0.1; 5 s gap is capped at one second.
         let before = c.latest_estimate().as_bps_f64();
         c.update(t(1100), BandwidthUsage::Normal, acked);
@@ -406,7 +436,10 @@ mod tests {
         let frame_bits = start / 30.0;
         let pkt = frame_bits / (frame_bits / 9600.0).ceil();
         let expect = pkt / 0.4;
-        assert!((gained - expect).abs() < 5.0, "gained {gained} expect {expect}");
+        assert!(
+            (gained - expect).abs() < 5.0,
+            "gained {gained} expect {expect}"
+        );
         assert!(gained < 0.08 * start / 2.0);
     }
 
@@ -430,14 +463,25 @@ mod tests {
         // 1.5·100 + 10 = 160 kbps < current 300: the estimate is held, not raised.
         assert_eq!(c.latest_estimate(), Bitrate::kbps(300));
         let mut c = AimdRateControl::new(
-            AimdConfig { max_bitrate: Bitrate::kbps(310), ..Default::default() },
+            AimdConfig {
+                max_bitrate: Bitrate::kbps(310),
+                ..Default::default()
+            },
             Bitrate::kbps(300),
         );
         for i in 0..100 {
-            c.update(t(i * 1000), BandwidthUsage::Normal, Some(Bitrate::kbps(300)));
+            c.update(
+                t(i * 1000),
+                BandwidthUsage::Normal,
+                Some(Bitrate::kbps(300)),
+            );
         }
         assert_eq!(c.latest_estimate(), Bitrate::kbps(310));
-        c.update(t(200_000), BandwidthUsage::Overusing, Some(Bitrate::kbps(1)));
+        c.update(
+            t(200_000),
+            BandwidthUsage::Overusing,
+            Some(Bitrate::kbps(1)),
+        );
         assert_eq!(c.latest_estimate(), Bitrate::kbps(30));
     }
 
@@ -447,7 +491,14 @@ mod tests {
         c.update(t(0), BandwidthUsage::Normal, Some(Bitrate::kbps(500)));
         let r = c.update(t(500), BandwidthUsage::Underusing, Some(Bitrate::kbps(500)));
         assert_eq!(c.state(), RateControlState::Hold);
-        assert_eq!(c.update(t(1000), BandwidthUsage::Underusing, Some(Bitrate::kbps(500))), r);
+        assert_eq!(
+            c.update(
+                t(1000),
+                BandwidthUsage::Underusing,
+                Some(Bitrate::kbps(500))
+            ),
+            r
+        );
     }
 
     #[test]
@@ -456,7 +507,10 @@ mod tests {
         c.set_rtt(Duration::from_millis(50));
         c.update(t(0), BandwidthUsage::Overusing, Some(Bitrate::kbps(900)));
         assert!(!c.time_to_reduce_further(t(20), Bitrate::kbps(700)));
-        assert!(c.time_to_reduce_further(t(20), Bitrate::kbps(300)), "acked < half the estimate");
+        assert!(
+            c.time_to_reduce_further(t(20), Bitrate::kbps(300)),
+            "acked < half the estimate"
+        );
         assert!(c.time_to_reduce_further(t(50), Bitrate::kbps(700)));
     }
 }

@@ -12,7 +12,12 @@ const MTU: Bytes = Bytes::new(1200);
 
 /// A 1200-byte media packet.
 fn sent(seq: u64, at: Instant) -> SentPacket {
-    SentPacket { seq, size: MTU, send_time: at, ..Default::default() }
+    SentPacket {
+        seq,
+        size: MTU,
+        send_time: at,
+        ..Default::default()
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -32,7 +37,13 @@ struct LoopRun {
 /// Capacity `capacity`, one-way delay `owd` each way, drop-tail queue of
 /// `queue` bytes, feedback every `fb_interval`, for `duration`. The receiver
 /// clock is offset from the sender's by 1000 s to prove only differences count.
-fn closed_loop(capacity: Bitrate, owd: Duration, queue: Bytes, fb_interval: Duration, duration: Duration) -> (Gcc, LoopRun) {
+fn closed_loop(
+    capacity: Bitrate,
+    owd: Duration,
+    queue: Bytes,
+    fb_interval: Duration,
+    duration: Duration,
+) -> (Gcc, LoopRun) {
     let receiver_offset = Duration::from_secs(1000);
     let mut gcc = Gcc::new(Instant::ZERO, GccConfig::default());
     let end = Instant::ZERO + duration;
@@ -48,12 +59,20 @@ fn closed_loop(capacity: Bitrate, owd: Duration, queue: Bytes, fb_interval: Dura
     let mut unreported: VecDeque<(SentPacket, Option<Instant>)> = VecDeque::new();
     // Reports travelling back: (delivery time, report).
     let mut in_flight_reports: VecDeque<(Instant, FeedbackReport)> = VecDeque::new();
-    let mut run = LoopRun { targets: Vec::new(), queue_delays: Vec::new(), drops: 0 };
+    let mut run = LoopRun {
+        targets: Vec::new(),
+        queue_delays: Vec::new(),
+        drops: 0,
+    };
 
     while now < end {
         let timeout = gcc.poll_timeout().unwrap_or(Instant::MAX);
         let report_due = in_flight_reports.front().map_or(Instant::MAX, |r| r.0);
-        now = next_send.min(next_report).min(report_due).min(timeout).min(next_sample);
+        now = next_send
+            .min(next_report)
+            .min(report_due)
+            .min(timeout)
+            .min(next_sample);
         if now >= end {
             break;
         }
@@ -75,13 +94,21 @@ fn closed_loop(capacity: Bitrate, owd: Duration, queue: Bytes, fb_interval: Dura
             while in_queue.front().is_some_and(|&(d, _)| d <= now) {
                 in_queue.pop_front();
             }
-            let newest = unreported.iter().rposition(|(_, a)| a.is_some_and(|a| a <= now));
+            let newest = unreported
+                .iter()
+                .rposition(|(_, a)| a.is_some_and(|a| a <= now));
             if let Some(last) = newest {
                 let packets: Vec<PacketResult> = unreported
                     .drain(..=last)
-                    .map(|(s, a)| PacketResult { sent: s, arrival: a.map(|a| a + receiver_offset) })
+                    .map(|(s, a)| PacketResult {
+                        sent: s,
+                        arrival: a.map(|a| a + receiver_offset),
+                    })
                     .collect();
-                let report = FeedbackReport { report_time: now + receiver_offset, packets };
+                let report = FeedbackReport {
+                    report_time: now + receiver_offset,
+                    packets,
+                };
                 in_flight_reports.push_back((now + owd, report));
             }
             next_report = now + fb_interval;
@@ -113,7 +140,11 @@ fn closed_loop(capacity: Bitrate, owd: Duration, queue: Bytes, fb_interval: Dura
 }
 
 fn mean_kbps(targets: &[(Instant, Bitrate)], from: Instant, to: Instant) -> f64 {
-    let xs: Vec<f64> = targets.iter().filter(|(t, _)| *t >= from && *t < to).map(|(_, b)| b.as_kbps_f64()).collect();
+    let xs: Vec<f64> = targets
+        .iter()
+        .filter(|(t, _)| *t >= from && *t < to)
+        .map(|(_, b)| b.as_kbps_f64())
+        .collect();
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
@@ -127,24 +158,69 @@ fn closed_loop_converges_to_1mbps_with_low_queueing_delay() {
         Duration::from_millis(50),
         Duration::from_secs(40),
     );
-    let mean_q_ms =
-        run.queue_delays.iter().map(|d| d.as_millis_f64()).sum::<f64>() / run.queue_delays.len() as f64;
-    // Step "converged within 20 s": every 1 s mean of the target from 20 s to
-    // 40 s is within 15 % of the 1 Mbps capacity.
-    for s in 20..40 {
-        let m = mean_kbps(&run.targets, Instant::from_secs(s), Instant::from_secs(s + 1));
-        assert!(
-            (m - 1000.0).abs() <= 150.0,
-            "step 'converged by 20 s': mean target in [{s}, {}] s is {m:.0} kbps; internals {}",
-            s + 1,
-            gcc.internals()
+    if std::env::var("GCC_TRACE").is_ok() {
+        for (t, b) in run.targets.iter().step_by(5) {
+            eprintln!("{:.1} {:.0}", t.as_secs_f64(), b.as_kbps_f64());
+        }
+    }
+    let mean_q_ms = run
+        .queue_delays
+        .iter()
+        .map(|d| d.as_millis_f64())
+        .sum::<f64>()
+        / run.queue_delays.len() as f64;
+    // Step "converged within 20 s": over t in [20, 40] s, the bandwidth-estimate
+    // accuracy of DESIGN §6 (1 − mean |target − capacity| / capacity over
+    // 100 ms samples) is at least 0.85, i.e. the target is within 15 % of
+    // 1 Mbps on average. The steady state is GCC's sawtooth: a decrease lands
+    // on 0.85 × the acknowledged rate (≈ 0.82 Mbps) and additive increase
+    // climbs back to ≈ 1.03 Mbps, so individual samples are checked against a
+    // wider band [0.75, 1.10] Mbps.
+    let tail: Vec<f64> = run
+        .targets
+        .iter()
+        .filter(|(t, _)| *t >= Instant::from_secs(20))
+        .map(|(_, b)| b.as_kbps_f64())
+        .collect();
+    let accuracy = 1.0
+        - tail
+            .iter()
+            .map(|k| (k - 1000.0).abs() / 1000.0)
+            .sum::<f64>()
+            / tail.len() as f64;
+    if std::env::var("GCC_TRACE").is_ok() {
+        eprintln!(
+            "accuracy {accuracy:.3} mean queueing delay {mean_q_ms:.1} ms drops {}",
+            run.drops
         );
     }
-    assert!(mean_q_ms < 50.0, "step 'low delay': mean queueing delay {mean_q_ms:.1} ms");
+    assert!(
+        accuracy >= 0.85,
+        "step 'converged by 20 s': accuracy {accuracy:.3}; {}",
+        gcc.internals()
+    );
+    for (t, b) in run
+        .targets
+        .iter()
+        .filter(|(t, _)| *t >= Instant::from_secs(20))
+    {
+        let k = b.as_kbps_f64();
+        assert!(
+            (750.0..=1100.0).contains(&k),
+            "step 'stays near capacity': target {k:.0} kbps at {t}"
+        );
+    }
+    assert!(
+        mean_q_ms < 50.0,
+        "step 'low delay': mean queueing delay {mean_q_ms:.1} ms"
+    );
     assert_eq!(run.drops, 0, "a 100 KB buffer must not overflow");
     let est = gcc.estimate();
     let rtt = est.rtt.expect("rtt known");
-    assert!(rtt >= Duration::from_millis(40) && rtt < Duration::from_millis(150), "rtt {rtt}");
+    assert!(
+        rtt >= Duration::from_millis(40) && rtt < Duration::from_millis(150),
+        "rtt {rtt}"
+    );
 }
 
 #[test]
@@ -159,7 +235,11 @@ fn closed_loop_follows_capacity_drop() {
         Duration::from_secs(40),
     );
     let m = mean_kbps(&run.targets, Instant::from_secs(30), Instant::from_secs(40));
-    assert!((2000.0..=2700.0).contains(&m), "mean target {m:.0} kbps; {}", gcc.internals());
+    assert!(
+        (2000.0..=2700.0).contains(&m),
+        "mean target {m:.0} kbps; {}",
+        gcc.internals()
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -168,7 +248,15 @@ fn closed_loop_follows_capacity_drop() {
 
 /// Feeds `n` packets spaced `gap` apart with arrival spacing `arr_gap`
 /// (queue growing if `arr_gap > gap`), reporting every 50 ms.
-fn drive(gcc: &mut Gcc, t0: Instant, seq0: u64, n: u64, gap: Duration, arr_gap: Duration, lost_every: u64) -> (Instant, u64) {
+fn drive(
+    gcc: &mut Gcc,
+    t0: Instant,
+    seq0: u64,
+    n: u64,
+    gap: Duration,
+    arr_gap: Duration,
+    lost_every: u64,
+) -> (Instant, u64) {
     let mut batch = Vec::new();
     let mut now = t0;
     let base = Instant::from_secs(500);
@@ -178,10 +266,17 @@ fn drive(gcc: &mut Gcc, t0: Instant, seq0: u64, n: u64, gap: Duration, arr_gap: 
         now = send;
         let p = sent(seq, send);
         gcc.on_packet_sent(send, &p);
-        let arrival = if lost_every > 0 && seq % lost_every == 0 { None } else { Some(base + arr_gap * seq) };
+        let arrival = if lost_every > 0 && seq % lost_every == 0 {
+            None
+        } else {
+            Some(base + arr_gap * seq)
+        };
         batch.push(PacketResult { sent: p, arrival });
         if batch.len() as u64 * gap.as_nanos() >= Duration::from_millis(50).as_nanos() {
-            let report = FeedbackReport { report_time: base + arr_gap * seq, packets: std::mem::take(&mut batch) };
+            let report = FeedbackReport {
+                report_time: base + arr_gap * seq,
+                packets: std::mem::take(&mut batch),
+            };
             now = send + Duration::from_millis(40);
             gcc.on_feedback(now, &report);
         }
@@ -191,62 +286,123 @@ fn drive(gcc: &mut Gcc, t0: Instant, seq0: u64, n: u64, gap: Duration, arr_gap: 
 
 #[test]
 fn growing_queue_triggers_overuse_and_decrease() {
-    let mut gcc = Gcc::new(Instant::ZERO, GccConfig { start_bitrate: Bitrate::kbps(800), ..Default::default() });
-    // 10 ms send spacing, 10 ms arrival spacing: steady, target grows.
-    let (t, seq) = drive(&mut gcc, Instant::ZERO, 0, 300, Duration::from_millis(10), Duration::from_millis(10), 0);
+    let mut gcc = Gcc::new(
+        Instant::ZERO,
+        GccConfig {
+            start_bitrate: Bitrate::kbps(800),
+            ..Default::default()
+        },
+    );
+    let mut path = Path {
+        now: Instant::ZERO,
+        arrival: Instant::from_secs(500),
+        seq: 0,
+    };
+    // 3 s of 10 ms sends arriving 10 ms apart: no queue, the target grows.
+    for _ in 0..60 {
+        path.report(&mut gcc, 5, 10, 10);
+    }
     let grown = gcc.target_bitrate();
     assert!(grown > Bitrate::kbps(800), "{grown}");
     assert_eq!(gcc.internals().usage, BandwidthUsage::Normal);
     // Arrivals now 12 ms apart for 10 ms sends: the queue grows 2 ms per packet.
     let mut saw_overuse = false;
-    let mut seq = seq;
-    let mut t = t;
-    for _ in 0..20 {
-        let base_t = t + Duration::from_millis(10);
-        // Keep arrival times continuous: offset arrivals by re-basing on seq.
-        let r = drive_with_arrival_slope(&mut gcc, base_t, seq, 10, 10, 12);
-        t = r.0;
-        seq = r.1;
-        saw_overuse |= gcc.internals().usage == BandwidthUsage::Overusing;
+    for _ in 0..10 {
+        path.report(&mut gcc, 5, 10, 12);
+        if gcc.internals().usage == BandwidthUsage::Overusing && !saw_overuse {
+            saw_overuse = true;
+            assert_eq!(gcc.estimate().state, "decrease");
+            assert_eq!(
+                gcc.internals().rate_control_state,
+                RateControlState::Hold,
+                "holds after a decrease"
+            );
+        }
     }
     assert!(saw_overuse, "{}", gcc.internals());
-    assert!(gcc.target_bitrate() < grown, "{} vs {}", gcc.target_bitrate(), grown);
+    assert!(
+        gcc.target_bitrate() < grown,
+        "{} vs {}",
+        gcc.target_bitrate(),
+        grown
+    );
+    // ≈ 0.85 × the acknowledged rate (1200 B per 12 ms = 800 kbps).
+    let t = gcc.target_bitrate().as_kbps_f64();
+    assert!((600.0..=760.0).contains(&t), "{t}");
 }
 
-/// Like [`drive`] but arrivals continue from where the previous call left,
-/// spaced `arr_ms` per `send_ms` of sending.
-fn drive_with_arrival_slope(gcc: &mut Gcc, t0: Instant, seq0: u64, n: u64, send_ms: u64, arr_ms: u64) -> (Instant, u64) {
-    let base = Instant::from_secs(500) + Duration::from_millis(10) * seq0;
-    let mut packets = Vec::new();
-    for i in 0..n {
-        let send = t0 + Duration::from_millis(send_ms * i);
-        let p = sent(seq0 + i, send);
-        gcc.on_packet_sent(send, &p);
-        packets.push(PacketResult { sent: p, arrival: Some(base + Duration::from_millis(arr_ms * i)) });
+/// A synthetic path with a sender clock and a receiver clock.
+struct Path {
+    now: Instant,
+    arrival: Instant,
+    seq: u64,
+}
+
+impl Path {
+    /// Sends `n` packets `send_ms` apart arriving `arr_ms` apart, then
+    /// delivers one feedback report 40 ms later.
+    fn report(&mut self, gcc: &mut Gcc, n: u64, send_ms: u64, arr_ms: u64) {
+        let mut packets = Vec::new();
+        for _ in 0..n {
+            self.now += Duration::from_millis(send_ms);
+            self.arrival += Duration::from_millis(arr_ms);
+            let p = sent(self.seq, self.now);
+            self.seq += 1;
+            gcc.on_packet_sent(self.now, &p);
+            packets.push(PacketResult {
+                sent: p,
+                arrival: Some(self.arrival),
+            });
+        }
+        let report = FeedbackReport {
+            report_time: self.arrival,
+            packets,
+        };
+        gcc.on_feedback(self.now + Duration::from_millis(40), &report);
     }
-    let now = t0 + Duration::from_millis(send_ms * n + 40);
-    let report_time = base + Duration::from_millis(arr_ms * n);
-    gcc.on_feedback(now, &FeedbackReport { report_time, packets });
-    (now, seq0 + n)
 }
 
 #[test]
 fn heavy_loss_reduces_target_and_is_reported() {
-    let mut gcc = Gcc::new(Instant::ZERO, GccConfig { start_bitrate: Bitrate::kbps(1000), ..Default::default() });
+    let mut gcc = Gcc::new(
+        Instant::ZERO,
+        GccConfig {
+            start_bitrate: Bitrate::kbps(1000),
+            ..Default::default()
+        },
+    );
     // Every 4th packet lost (25 %), no delay growth: loss-based must cut.
-    let (_, _) = drive(&mut gcc, Instant::ZERO, 0, 600, Duration::from_millis(10), Duration::from_millis(10), 4);
+    let (_, _) = drive(
+        &mut gcc,
+        Instant::ZERO,
+        0,
+        600,
+        Duration::from_millis(10),
+        Duration::from_millis(10),
+        4,
+    );
     let e = gcc.estimate();
     assert!((e.loss_rate.unwrap() - 0.25).abs() < 0.02, "{e:?}");
-    assert!(gcc.target_bitrate() < Bitrate::kbps(500), "{}", gcc.internals());
+    assert!(
+        gcc.target_bitrate() < Bitrate::kbps(500),
+        "{}",
+        gcc.internals()
+    );
     assert!(gcc.loss_based_estimate() < gcc.delay_based_estimate());
 }
 
 #[test]
 fn defaults_validate_and_bad_configs_are_rejected() {
     assert_eq!(GccConfig::default().validate(), Ok(()));
-    let bad = GccConfig { min_bitrate: Bitrate::mbps(20), ..Default::default() };
+    let bad = GccConfig {
+        min_bitrate: Bitrate::mbps(20),
+        ..Default::default()
+    };
     assert!(matches!(bad.validate(), Err(GccConfigError::Bounds { .. })));
-    let bad = GccConfig { beta: 1.5, ..Default::default() };
+    let bad = GccConfig {
+        beta: 1.5,
+        ..Default::default()
+    };
     let err = bad.validate().unwrap_err();
     assert!(err.to_string().contains("beta"), "{err}");
 }
@@ -271,33 +427,60 @@ enum Op {
     Send { n: u8, size: u16, gap_us: u32 },
     /// Report the oldest `n` unreported packets: each lost with probability
     /// `loss`, arrivals jittered by up to `jitter_us` and possibly reordered.
-    Feedback { n: u8, loss: f64, jitter_us: u32, base_delay_ms: u16 },
+    Feedback {
+        n: u8,
+        loss: f64,
+        jitter_us: u32,
+        base_delay_ms: u16,
+    },
     /// Advance time and fire the timer if due.
     Advance { us: u32 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (1u8..40, 60u16..1500, 0u32..30_000).prop_map(|(n, size, gap_us)| Op::Send { n, size, gap_us }),
-        (1u8..60, 0.0f64..1.0, 0u32..50_000, 0u16..2000)
-            .prop_map(|(n, loss, jitter_us, base_delay_ms)| Op::Feedback { n, loss, jitter_us, base_delay_ms }),
+        (1u8..40, 60u16..1500, 0u32..30_000).prop_map(|(n, size, gap_us)| Op::Send {
+            n,
+            size,
+            gap_us
+        }),
+        (1u8..60, 0.0f64..1.0, 0u32..50_000, 0u16..2000).prop_map(
+            |(n, loss, jitter_us, base_delay_ms)| Op::Feedback {
+                n,
+                loss,
+                jitter_us,
+                base_delay_ms
+            }
+        ),
         (0u32..3_000_000).prop_map(|us| Op::Advance { us }),
     ]
 }
 
 fn check_invariants(gcc: &Gcc, cfg: &GccConfig, now: Instant) -> Result<(), TestCaseError> {
     let target = gcc.target_bitrate();
-    prop_assert!(target >= cfg.min_bitrate && target <= cfg.max_bitrate, "target {target}");
+    prop_assert!(
+        target >= cfg.min_bitrate && target <= cfg.max_bitrate,
+        "target {target}"
+    );
     let budget = gcc.send_budget();
-    prop_assert!(budget.pacing_rate >= target, "pacing {} < target {target}", budget.pacing_rate);
+    prop_assert!(
+        budget.pacing_rate >= target,
+        "pacing {} < target {target}",
+        budget.pacing_rate
+    );
     if let Some(t) = gcc.poll_timeout() {
         prop_assert!(t >= now, "poll_timeout {t:?} in the past of {now:?}");
     }
     let e = gcc.estimate();
-    prop_assert!(e.loss_rate.is_some_and(|l| l.is_finite() && (0.0..=1.0).contains(&l)));
+    prop_assert!(e
+        .loss_rate
+        .is_some_and(|l| l.is_finite() && (0.0..=1.0).contains(&l)));
     let i = gcc.internals();
     prop_assert!(i.trend.is_finite() && i.modified_trend.is_finite() && i.threshold_ms.is_finite());
-    prop_assert!((6.0..=600.0).contains(&i.threshold_ms) || (i.threshold_ms - cfg.initial_threshold_ms).abs() < 1e-9);
+    prop_assert!(
+        (6.0..=600.0).contains(&i.threshold_ms)
+            || (i.threshold_ms - cfg.initial_threshold_ms).abs() < 1e-9
+    );
     Ok(())
 }
 

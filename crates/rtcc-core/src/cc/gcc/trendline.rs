@@ -37,7 +37,11 @@ pub struct TrendlineConfig {
 
 impl Default for TrendlineConfig {
     fn default() -> Self {
-        TrendlineConfig { window: 20, smoothing: 0.9, threshold_gain: 4.0 }
+        TrendlineConfig {
+            window: 20,
+            smoothing: 0.9,
+            threshold_gain: 4.0,
+        }
     }
 }
 
@@ -98,8 +102,8 @@ impl Trendline {
         self.accumulated_delay_ms += delta_ms;
         // trendline_estimator.cc, UpdateTrendline: exponential smoothing of
         // the accumulated delay with coefficient 0.9.
-        self.smoothed_delay_ms =
-            self.config.smoothing * self.smoothed_delay_ms + (1.0 - self.config.smoothing) * self.accumulated_delay_ms;
+        self.smoothed_delay_ms = self.config.smoothing * self.smoothed_delay_ms
+            + (1.0 - self.config.smoothing) * self.accumulated_delay_ms;
         let x_ms = deltas.arrival.signed_nanos_since(first) as f64 * 1e-6;
         self.history.push_back((x_ms, self.smoothed_delay_ms));
         while self.history.len() > self.config.window {
@@ -113,7 +117,8 @@ impl Trendline {
         }
         let prev_trend = self.prev_trend;
         self.prev_trend = trend;
-        let modified_trend = f64::from(self.num_deltas.min(MIN_NUM_DELTAS)) * trend * self.config.threshold_gain;
+        let modified_trend =
+            f64::from(self.num_deltas.min(MIN_NUM_DELTAS)) * trend * self.config.threshold_gain;
         TrendSample {
             trend,
             prev_trend,
@@ -143,7 +148,11 @@ pub fn linear_fit_slope(points: impl Iterator<Item = (f64, f64)> + Clone) -> Opt
         num += (x - x_avg) * (y - y_avg);
         den += (x - x_avg) * (x - x_avg);
     }
-    if den <= 0.0 { None } else { Some(num / den) }
+    if den <= 0.0 {
+        None
+    } else {
+        Some(num / den)
+    }
 }
 
 #[cfg(test)]
@@ -151,7 +160,12 @@ mod tests {
     use super::*;
 
     fn delta(arrival_ms: u64, send: f64, recv: f64) -> GroupDeltas {
-        GroupDeltas { send_delta_ms: send, arrival_delta_ms: recv, size_delta: 0, arrival: Instant::from_millis(arrival_ms) }
+        GroupDeltas {
+            send_delta_ms: send,
+            arrival_delta_ms: recv,
+            size_delta: 0,
+            arrival: Instant::from_millis(arrival_ms),
+        }
     }
 
     #[test]
@@ -182,7 +196,10 @@ mod tests {
         let mut t = Trendline::new(TrendlineConfig::default());
         for i in 1..20u64 {
             let s = t.update(&delta(10 * i, 10.0, 12.0));
-            assert!(s.trend.abs() < 1e-12, "window not full yet: trend must stay at its initial 0");
+            assert!(
+                s.trend.abs() < 1e-12,
+                "window not full yet: trend must stay at its initial 0"
+            );
         }
         // 20th point fills the window: positive slope appears.
         assert!(t.update(&delta(200, 10.0, 12.0)).trend > 0.0);
