@@ -101,7 +101,7 @@ def run_child(cmd: list[str], timeout: float | None) -> dict[str, Any]:
                 proc.kill()
                 os.wait4(proc.pid, 0)
                 raise RunError(f"{cmd[0]} exceeded --timeout {timeout} s")
-            time.sleep(0.05)
+            time.sleep(0.01)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
