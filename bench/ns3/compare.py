@@ -448,6 +448,7 @@ def main(argv: list[str]) -> int:
     }
     failed = False
     summary: dict[str, Any] = {}
+    rtcc_skipped: list[str] = []  # scenarios without an rtcc .toml file
 
     for scen in args.scenarios:
         n = args.heavy_runs if scen == "heavy" else args.runs
@@ -456,6 +457,7 @@ def main(argv: list[str]) -> int:
         if use_rtcc and not os.path.isfile(toml):
             log(f"{scen}: rtcc scenario file {toml} is missing; running ns-3 only")
             use_rtcc = False
+            rtcc_skipped.append(scen)
         cmds = {
             "ns-3": [args.ns3_bin, f"--scenario={scen}", f"--seed={args.seed}"],
             "rtcc": [rtcc_bin, toml, "--seed", str(args.seed)],
@@ -518,7 +520,7 @@ def main(argv: list[str]) -> int:
 
     if failed:
         return EXIT_FAIL
-    if rtcc_missing is not None and not args.ns3_only:
+    if (rtcc_missing is not None and not args.ns3_only) or rtcc_skipped:
         return EXIT_NO_RTCC
     if fidelity_failed:
         log(f"fidelity FAILED (a judged metric differs by more than {args.tolerance * 100:.0f} %)")
