@@ -581,8 +581,9 @@ impl World {
                 self.service_tcp_sender(fi);
             }
             FlowSetup::Cbr { rate, payload } => {
-                let wire = payload + UDP_IP_HEADER;
-                let interval = wire / rate;
+                // The rate is the application (payload) rate, as ns-3's OnOffApplication
+                // `DataRate`: packets of `payload` bytes every payload / rate.
+                let interval = payload / rate;
                 f.sender = SenderEp::Cbr { interval, next_k: 0, start: now, payload };
                 f.receiver = ReceiverEp::Cbr;
                 self.service_cbr(fi);

@@ -43,9 +43,12 @@
 //! - **Loss** is applied after the queue, at the packet's departure: a lost
 //!   packet has used link capacity (like a radio loss); see [`loss`].
 //! - **Queue delay** ([`LinkStats::queue_delay`]) of each admitted packet is
-//!   `departure − arrival`: its waiting time plus its own transmission time
-//!   (sojourn time in the queue and the transmitter), excluding propagation and
-//!   jitter. Packets later lost are included (they went through the queue).
+//!   its waiting time: from its arrival until its own transmission starts
+//!   (zero on an idle link), excluding its transmission time, propagation and
+//!   jitter. This is ns-3's enqueue→dequeue time of a DropTailQueue under a
+//!   point-to-point device, so the two simulators report the same quantity
+//!   (bench/ns3/README.md). Packets later lost are included (they went through
+//!   the queue).
 
 pub mod loss;
 pub mod rate;
@@ -302,7 +305,7 @@ impl Link {
         }
         self.stats
             .queue_delay
-            .record(Duration::from_nanos(departure - now_ns));
+            .record(Duration::from_nanos(start.saturating_sub(now_ns)));
 
         let departed = Instant::from_nanos(departure);
         if self.loss.is_lost(departed, &mut self.rng) {
