@@ -546,6 +546,9 @@ fn end_to_end_newreno_fills_a_3mbps_bottleneck() {
 /// every input the sender's and receiver's invariants hold.
 #[test]
 fn random_operation_sequences_keep_invariants() {
+    // Totals over all cases, to show the mechanisms were exercised.
+    let mut total = TcpSenderStats::default();
+    let mut steps_in_recovery = 0u64;
     for case in 0..300u64 {
         let mut rng = rng::stream(0x7c9, case);
         let variant =
@@ -608,6 +611,7 @@ fn random_operation_sequences_keep_invariants() {
                 "{ctx}"
             );
             last_delivered = r.delivered_bytes();
+            steps_in_recovery += u64::from(s.in_recovery());
         };
         check(&mut s, &r, now, &mut net, 0);
         for step in 1..1500 {
@@ -665,5 +669,18 @@ fn random_operation_sequences_keep_invariants() {
             }
             check(&mut s, &r, now, &mut net, step);
         }
+        let st = s.stats();
+        total.fast_retransmits += st.fast_retransmits;
+        total.timeouts += st.timeouts;
+        total.retransmits += st.retransmits;
+        total.invalid_acks += st.invalid_acks;
     }
+    assert!(total.fast_retransmits > 100, "{total:?}");
+    assert!(total.timeouts > 100, "{total:?}");
+    assert!(total.retransmits > 1000, "{total:?}");
+    assert!(total.invalid_acks > 100, "{total:?}");
+    assert!(
+        steps_in_recovery > 1000,
+        "fast recovery exercised: {steps_in_recovery}"
+    );
 }
