@@ -66,8 +66,11 @@ pub struct TcpSender {
 impl TcpSender {
     /// A sender whose first segments are ready to be polled at `now`.
     pub fn new(now: Instant, config: TcpConfig) -> Self {
-        let _ = now; // Nothing is timed before the first segment is sent.
-        let mss = config.mss.get().max(1);
+        // Nothing is timed before the first segment is sent.
+        let _ = now;
+        // Segment lengths are u32 on the wire model; an MSS beyond that is
+        // meaningless, so clamp (and never zero).
+        let mss = config.mss.get().clamp(1, u64::from(u32::MAX));
         let window = Window {
             // RFC 6928 §2: IW = 10 segments (configurable).
             cwnd: Bytes::new(mss * u64::from(config.initial_cwnd_segments.max(1))),
@@ -110,13 +113,15 @@ impl TcpSender {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         if let Some(seq) = self.retransmit_pending.take() {
             if seq >= self.snd_una && seq < self.snd_max {
+                // In range: the ring holds every byte of [snd_una, snd_max).
                 let idx = self.index_of(seq);
                 return Some(self.emit(now, idx, true));
             }
         }
         let in_flight = self.snd_nxt - self.snd_una;
         if self.snd_nxt < self.snd_max {
-            // Go-back-N after an RTO (or Tahoe's fast retransmit).
+            // Go-back-N after an RTO (or Tahoe's fast retransmit). The ring
+            // holds [snd_una, snd_max) and snd_una <= snd_nxt < snd_max.
             let idx = self.index_of(self.snd_nxt);
             let end = self.segments[idx].end();
             if in_flight + (end - self.snd_nxt) > self.window.cwnd.get() {
@@ -136,8 +141,7 @@ impl TcpSender {
         if in_flight + len > cwnd {
             self.limited_transmit_bytes += len;
         }
-        // `len <= mss`, and the MSS came from a `Bytes`; a segment never holds
-        // more than u32::MAX bytes in any sane configuration, so clamp.
+        // `len <= mss <= u32::MAX` (clamped in `new`), so this never saturates.
         let len = u32::try_from(len).unwrap_or(u32::MAX);
         self.segments.push_back(SentSegment {
             seq: self.snd_max,
