@@ -51,7 +51,9 @@ pub struct RenoGrowth {
 impl RenoGrowth {
     /// Growth with byte-counting limit `L = abc_limit_segments` (at least 1).
     pub fn new(abc_limit_segments: u32) -> Self {
-        RenoGrowth { abc_limit_segments: abc_limit_segments.max(1) }
+        RenoGrowth {
+            abc_limit_segments: abc_limit_segments.max(1),
+        }
     }
 }
 
@@ -120,7 +122,11 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn window(cwnd: u64, ssthresh: u64) -> Window {
-        Window { cwnd: Bytes::new(cwnd), ssthresh: Bytes::new(ssthresh), mss: Bytes::new(MSS) }
+        Window {
+            cwnd: Bytes::new(cwnd),
+            ssthresh: Bytes::new(ssthresh),
+            mss: Bytes::new(MSS),
+        }
     }
 
     #[test]
@@ -160,8 +166,19 @@ mod tests {
     fn ssthresh_is_half_flight_at_least_two_segments() {
         let mut g = RenoGrowth::new(2);
         let w = window(20 * MSS, u64::MAX);
-        assert_eq!(g.ssthresh_after_loss(Instant::ZERO, &w, Bytes::new(20 * MSS)).get(), 10 * MSS);
-        assert_eq!(g.ssthresh_after_loss(Instant::ZERO, &w, Bytes::new(3 * MSS)).get(), 2 * MSS);
-        assert_eq!(g.ssthresh_after_loss(Instant::ZERO, &w, Bytes::ZERO).get(), 2 * MSS);
+        assert_eq!(
+            g.ssthresh_after_loss(Instant::ZERO, &w, Bytes::new(20 * MSS))
+                .get(),
+            10 * MSS
+        );
+        assert_eq!(
+            g.ssthresh_after_loss(Instant::ZERO, &w, Bytes::new(3 * MSS))
+                .get(),
+            2 * MSS
+        );
+        assert_eq!(
+            g.ssthresh_after_loss(Instant::ZERO, &w, Bytes::ZERO).get(),
+            2 * MSS
+        );
     }
 }

@@ -55,6 +55,28 @@
 //! - Limited transmit is off by default here (the brief), on by default in ns-3.
 //! - Delayed ACKs count segments (ACK every second segment), like ns-3's
 //!   `DelAckCount = 2`, rather than full-sized segments.
+//! - No SACK (ns-3 enables SACK by default): after a large slow-start
+//!   overshoot, NewReno repairs one hole per RTT and the RFC 6582 "Impatient"
+//!   timer usually ends that with an RTO and go-back-N.
+//! - No restart window after idle (RFC 5681 §4.1): a bulk flow is never idle.
+//!
+//! ## Deviations from the RFC text (each with its reason)
+//!
+//! - RFC 6582 §3.2 step 1 "covers more than recover" is read strictly
+//!   (`ack > recover`, FreeBSD's reading), and the optional heuristics of
+//!   RFC 6582 §4 are not implemented: duplicate ACKs at exactly the old
+//!   `snd_max`, produced by go-back-N duplicates, must not halve cwnd again.
+//! - An RTO during fast recovery never *raises* ssthresh: RFC 5681 eq. (4)
+//!   uses FlightSize, which during NewReno recovery has grown by every
+//!   duplicate ACK and counts data held out of order at the receiver (Linux
+//!   keeps ssthresh in this case too).
+//! - NewReno's partial-ACK deflation is floored at one SMSS (the RFC leaves
+//!   the floor implicit).
+//! - Tahoe uses NewReno's `recover` guard, otherwise the duplicate ACKs of its
+//!   go-back-N resends cause repeated reductions.
+//! - Karn's rule is applied per ACK: an ACK that newly acknowledges any
+//!   retransmitted segment gives no RTT sample; otherwise the sample is taken
+//!   from the oldest newly acknowledged segment (ns-3's `RttHistory`).
 
 mod growth;
 mod receiver;

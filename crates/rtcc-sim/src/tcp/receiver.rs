@@ -145,7 +145,11 @@ impl TcpReceiver {
         self.unacked_segments = 0;
         self.delayed_ack_deadline = None;
         self.acks_sent += 1;
-        Ack { ack: self.rcv_nxt, wire_size: self.header, echo_sent_time: self.last_sent_time }
+        Ack {
+            ack: self.rcv_nxt,
+            wire_size: self.header,
+            echo_sent_time: self.last_sent_time,
+        }
     }
 
     /// Adds `[start, end)` (above `rcv_nxt`), merging overlapping or adjacent ranges.
@@ -171,11 +175,21 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn config(delayed_ack: bool) -> TcpConfig {
-        TcpConfig { mss: Bytes::new(MSS), delayed_ack, ..TcpConfig::default() }
+        TcpConfig {
+            mss: Bytes::new(MSS),
+            delayed_ack,
+            ..TcpConfig::default()
+        }
     }
 
     fn seg(n: u64, t: Instant) -> Segment {
-        Segment { seq: n * MSS, len: MSS as u32, wire_size: Bytes::new(MSS + 40), sent_time: t, retransmission: false }
+        Segment {
+            seq: n * MSS,
+            len: MSS as u32,
+            wire_size: Bytes::new(MSS + 40),
+            sent_time: t,
+            retransmission: false,
+        }
     }
 
     #[test]
@@ -186,7 +200,9 @@ mod tests {
         assert_eq!(r.on_segment(t, &seg(0, t)), None);
         // Segments 2, 3, 5 out of order: each an immediate duplicate ACK of 1000.
         for n in [2, 3, 5] {
-            let a = r.on_segment(t, &seg(n, Instant::from_millis(n))).expect("immediate dupack");
+            let a = r
+                .on_segment(t, &seg(n, Instant::from_millis(n)))
+                .expect("immediate dupack");
             assert_eq!(a.ack, MSS);
             assert_eq!(a.echo_sent_time, Instant::from_millis(n));
             assert_eq!(a.wire_size, Bytes::new(40));
@@ -227,7 +243,10 @@ mod tests {
         let mut r = TcpReceiver::new(&config(false));
         for n in 0..4 {
             let t = Instant::from_millis(n);
-            assert_eq!(r.on_segment(t, &seg(n, t)).map(|a| a.ack), Some((n + 1) * MSS));
+            assert_eq!(
+                r.on_segment(t, &seg(n, t)).map(|a| a.ack),
+                Some((n + 1) * MSS)
+            );
         }
         assert_eq!(r.poll_timeout(), None);
     }

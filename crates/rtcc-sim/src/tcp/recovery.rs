@@ -75,7 +75,12 @@ pub(crate) struct Recovery {
 
 impl Recovery {
     pub(crate) fn new(kind: RecoveryKind) -> Self {
-        Recovery { kind, in_recovery: false, recover: None, first_partial: true }
+        Recovery {
+            kind,
+            in_recovery: false,
+            recover: None,
+            first_partial: true,
+        }
     }
 
     pub(crate) fn in_recovery(&self) -> bool {
@@ -87,15 +92,18 @@ impl Recovery {
     }
 
     /// RFC 6582 §3.2 step 1: after the third duplicate ACK, fast retransmit
-    /// only if the ACK covers `recover` (all data outstanding at the previous
-    /// loss event or RTO), which stops stale duplicate ACKs from a go-back-N
-    /// burst halving cwnd again. Reno (RFC 5681) has no such guard. Tahoe uses
-    /// it too: its go-back-N resends data the receiver holds, whose duplicate
-    /// ACKs would otherwise trigger spurious reductions.
+    /// only if "the Cumulative Acknowledgment field covers more than
+    /// recover". With `recover` exclusive that is `ack > recover` (FreeBSD's
+    /// `SEQ_GT(th_ack, snd_recover)` reading): duplicate ACKs at exactly the
+    /// old `snd_max` are what a go-back-N burst produces once the cumulative
+    /// ACK has caught up, and must not halve cwnd again. The optional
+    /// heuristics of RFC 6582 §4 are not implemented. Reno (RFC 5681) has no
+    /// such guard. Tahoe uses it too: its go-back-N resends data the receiver
+    /// holds, whose duplicate ACKs would otherwise trigger spurious reductions.
     pub(crate) fn may_enter(&self, ack: u64) -> bool {
         match self.kind {
             RecoveryKind::Reno => true,
-            RecoveryKind::Tahoe | RecoveryKind::NewReno => self.recover.map_or(true, |r| ack >= r),
+            RecoveryKind::Tahoe | RecoveryKind::NewReno => self.recover.map_or(true, |r| ack > r),
         }
     }
 
@@ -187,7 +195,11 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn window() -> Window {
-        Window { cwnd: Bytes::new(20 * MSS), ssthresh: Bytes::new(10 * MSS), mss: Bytes::new(MSS) }
+        Window {
+            cwnd: Bytes::new(20 * MSS),
+            ssthresh: Bytes::new(10 * MSS),
+            mss: Bytes::new(MSS),
+        }
     }
 
     #[test]
@@ -201,18 +213,35 @@ mod tests {
         assert_eq!(w.cwnd.get(), 14 * MSS);
         // Partial ACK of 5 segments: 14 − 5 + 1 = 10 segments.
         let a = r.on_new_ack(&mut w, 5 * MSS, Bytes::new(5 * MSS));
-        assert_eq!(a, OnNewAck::Partial { restart_timer: true });
+        assert_eq!(
+            a,
+            OnNewAck::Partial {
+                restart_timer: true
+            }
+        );
         assert_eq!(w.cwnd.get(), 10 * MSS);
         // Second partial ACK does not restart the timer (Impatient).
         let a = r.on_new_ack(&mut w, 6 * MSS, Bytes::new(MSS));
-        assert_eq!(a, OnNewAck::Partial { restart_timer: false });
+        assert_eq!(
+            a,
+            OnNewAck::Partial {
+                restart_timer: false
+            }
+        );
         assert!(r.in_recovery());
         // Not allowed to re-enter on duplicate ACKs below recover.
         assert!(!r.may_enter(6 * MSS));
-        assert_eq!(r.on_new_ack(&mut w, 20 * MSS, Bytes::new(14 * MSS)), OnNewAck::Exit);
+        assert_eq!(
+            r.on_new_ack(&mut w, 20 * MSS, Bytes::new(14 * MSS)),
+            OnNewAck::Exit
+        );
         assert_eq!(w.cwnd, w.ssthresh);
         assert!(!r.in_recovery());
-        assert!(r.may_enter(20 * MSS));
+        assert!(
+            !r.may_enter(20 * MSS),
+            "ack == recover does not cover more than recover"
+        );
+        assert!(r.may_enter(20 * MSS + 1));
     }
 
     #[test]
@@ -220,7 +249,10 @@ mod tests {
         let mut r = Recovery::new(RecoveryKind::Reno);
         let mut w = window();
         assert_eq!(r.enter(&mut w, 20 * MSS), OnLoss::FastRetransmit);
-        assert_eq!(r.on_new_ack(&mut w, 5 * MSS, Bytes::new(5 * MSS)), OnNewAck::Exit);
+        assert_eq!(
+            r.on_new_ack(&mut w, 5 * MSS, Bytes::new(5 * MSS)),
+            OnNewAck::Exit
+        );
         assert_eq!(w.cwnd, w.ssthresh);
         // Reno has no "recover" guard.
         assert!(r.may_enter(5 * MSS));

@@ -115,7 +115,12 @@ mod tests {
     }
 
     fn est() -> RttEstimator {
-        RttEstimator::new(Duration::from_secs(1), Duration::from_secs(1), Duration::from_secs(60), ms(1))
+        RttEstimator::new(
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+            ms(1),
+        )
     }
 
     #[test]
@@ -129,7 +134,12 @@ mod tests {
     /// with a 100 ms minimum so the formula, not the floor, decides.
     #[test]
     fn rfc6298_smoothing_exact_values() {
-        let mut e = RttEstimator::new(Duration::from_secs(1), ms(100), Duration::from_secs(60), ms(1));
+        let mut e = RttEstimator::new(
+            Duration::from_secs(1),
+            ms(100),
+            Duration::from_secs(60),
+            ms(1),
+        );
         e.on_sample(ms(400));
         // SRTT = 400, RTTVAR = 200, RTO = 400 + 4·200 = 1200.
         assert_eq!(e.srtt(), Some(ms(400)));
@@ -155,7 +165,12 @@ mod tests {
         // 100 + 4·50 = 300 ms < 1 s floor (RFC 6298 (2.4)).
         assert_eq!(e.rto(), Duration::from_secs(1));
         // Granularity dominates when the variance is tiny.
-        let mut g = RttEstimator::new(Duration::from_secs(1), Duration::ZERO, Duration::from_secs(60), ms(10));
+        let mut g = RttEstimator::new(
+            Duration::from_secs(1),
+            Duration::ZERO,
+            Duration::from_secs(60),
+            ms(10),
+        );
         g.on_sample(Duration::from_micros(4));
         // SRTT 4 us, RTTVAR 2 us, K·RTTVAR = 8 us < G = 10 ms.
         assert_eq!(g.rto(), Duration::from_micros(10_004));

@@ -66,8 +66,11 @@ pub struct TcpSender {
 impl TcpSender {
     /// A sender whose first segments are ready to be polled at `now`.
     pub fn new(now: Instant, config: TcpConfig) -> Self {
-        let _ = now; // Nothing is timed before the first segment is sent.
-        let mss = config.mss.get().max(1);
+        // Nothing is timed before the first segment is sent.
+        let _ = now;
+        // Segment lengths are u32 on the wire model; an MSS beyond that is
+        // meaningless, so clamp (and never zero).
+        let mss = config.mss.get().clamp(1, u64::from(u32::MAX));
         let window = Window {
             // RFC 6928 §2: IW = 10 segments (configurable).
             cwnd: Bytes::new(mss * u64::from(config.initial_cwnd_segments.max(1))),
@@ -110,13 +113,15 @@ impl TcpSender {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         if let Some(seq) = self.retransmit_pending.take() {
             if seq >= self.snd_una && seq < self.snd_max {
+                // In range: the ring holds every byte of [snd_una, snd_max).
                 let idx = self.index_of(seq);
                 return Some(self.emit(now, idx, true));
             }
         }
         let in_flight = self.snd_nxt - self.snd_una;
         if self.snd_nxt < self.snd_max {
-            // Go-back-N after an RTO (or Tahoe's fast retransmit).
+            // Go-back-N after an RTO (or Tahoe's fast retransmit). The ring
+            // holds [snd_una, snd_max) and snd_una <= snd_nxt < snd_max.
             let idx = self.index_of(self.snd_nxt);
             let end = self.segments[idx].end();
             if in_flight + (end - self.snd_nxt) > self.window.cwnd.get() {
@@ -136,8 +141,7 @@ impl TcpSender {
         if in_flight + len > cwnd {
             self.limited_transmit_bytes += len;
         }
-        // `len <= mss`, and the MSS came from a `Bytes`; a segment never holds
-        // more than u32::MAX bytes in any sane configuration, so clamp.
+        // `len <= mss <= u32::MAX` (clamped in `new`), so this never saturates.
         let len = u32::try_from(len).unwrap_or(u32::MAX);
         self.segments.push_back(SentSegment {
             seq: self.snd_max,
@@ -187,7 +191,17 @@ impl TcpSender {
         // segment at snd_una was already retransmitted by the timer.
         if self.rto_una != Some(self.snd_una) {
             let flight = Bytes::new(self.snd_nxt - self.snd_una);
-            self.window.ssthresh = self.growth.ssthresh_after_loss(now, &self.window, flight);
+            let ssthresh = self.growth.ssthresh_after_loss(now, &self.window, flight);
+            self.window.ssthresh = if self.recovery.in_recovery() {
+                // An RTO during fast recovery belongs to the congestion event
+                // already answered, and FlightSize then counts data the
+                // receiver holds out of order (it grew with every duplicate
+                // ACK), so eq. (4) would *raise* ssthresh. Never raise it
+                // (Linux `tcp_enter_loss` likewise keeps ssthresh in Recovery).
+                ssthresh.min(self.window.ssthresh)
+            } else {
+                ssthresh
+            };
         }
         self.rto_una = Some(self.snd_una);
         // RFC 5681 §3.1: cwnd = loss window LW = 1 full-sized segment.
@@ -250,6 +264,12 @@ impl TcpSender {
         self.recovery.in_recovery()
     }
 
+    /// RFC 6582 `recover` (exclusive: one past the highest byte sent at the
+    /// last loss event or RTO), `None` before the first one.
+    pub fn recover(&self) -> Option<u64> {
+        self.recovery.recover()
+    }
+
     /// True once a `data_limit` flow has had all its data acknowledged.
     pub fn is_complete(&self) -> bool {
         self.snd_una >= self.data_limit
@@ -288,7 +308,9 @@ impl TcpSender {
         // RFC 5681 §3.2 step 2: ssthresh by eq. (4); data sent by limited
         // transmit "MUST NOT be included" in FlightSize here.
         let flight = (self.snd_nxt - self.snd_una).saturating_sub(self.limited_transmit_bytes);
-        self.window.ssthresh = self.growth.ssthresh_after_loss(now, &self.window, Bytes::new(flight));
+        self.window.ssthresh =
+            self.growth
+                .ssthresh_after_loss(now, &self.window, Bytes::new(flight));
         self.stats.fast_retransmits += 1;
         match self.recovery.enter(&mut self.window, self.snd_max) {
             OnLoss::FastRetransmit => self.retransmit_pending = Some(self.snd_una),
@@ -318,10 +340,14 @@ impl TcpSender {
         self.snd_nxt = self.snd_nxt.max(a);
         self.dupacks = 0;
         self.limited_transmit_bytes = 0;
-        let restart_timer = match self.recovery.on_new_ack(&mut self.window, a, Bytes::new(acked)) {
+        let restart_timer = match self
+            .recovery
+            .on_new_ack(&mut self.window, a, Bytes::new(acked))
+        {
             OnNewAck::Grow => {
                 let srtt = self.rtt.srtt();
-                self.growth.on_ack(now, &mut self.window, Bytes::new(acked), srtt);
+                self.growth
+                    .on_ack(now, &mut self.window, Bytes::new(acked), srtt);
                 true
             }
             OnNewAck::Exit => true,
@@ -380,7 +406,10 @@ impl TcpSender {
             return Err(format!("cwnd {} < mss {}", self.window.cwnd, mss));
         }
         if !(self.snd_una <= self.snd_nxt && self.snd_nxt <= self.snd_max) {
-            return Err(format!("una {} nxt {} max {}", self.snd_una, self.snd_nxt, self.snd_max));
+            return Err(format!(
+                "una {} nxt {} max {}",
+                self.snd_una, self.snd_nxt, self.snd_max
+            ));
         }
         if self.snd_max > self.data_limit {
             return Err("sent beyond data limit".into());
@@ -389,7 +418,13 @@ impl TcpSender {
             (None, None) if self.snd_una == self.snd_max => {}
             (Some(f), Some(b)) => {
                 if !(f.seq <= self.snd_una && self.snd_una < f.end()) || b.end() != self.snd_max {
-                    return Err(format!("ring [{}, {}) vs una {} max {}", f.seq, b.end(), self.snd_una, self.snd_max));
+                    return Err(format!(
+                        "ring [{}, {}) vs una {} max {}",
+                        f.seq,
+                        b.end(),
+                        self.snd_una,
+                        self.snd_max
+                    ));
                 }
             }
             _ => return Err("ring empty with data outstanding".into()),
@@ -401,7 +436,8 @@ impl TcpSender {
             }
             expect = s.end();
         }
-        if self.snd_una < self.snd_max && self.snd_nxt > self.snd_una && self.rto_deadline.is_none() {
+        if self.snd_una < self.snd_max && self.snd_nxt > self.snd_una && self.rto_deadline.is_none()
+        {
             return Err("data in flight without a retransmission timer".into());
         }
         Ok(())
