@@ -406,6 +406,8 @@ pub struct FlowSpec {
     pub initial_cwnd: Option<Spanned<u32>>,
     /// tcp: minimum RTO (default 1 s).
     pub min_rto: Option<Spanned<Duration>>,
+    /// tcp: appropriate-byte-counting limit L in segments (default 1, RFC 5681 §3.1).
+    pub abc_limit: Option<Spanned<u32>>,
     /// Dumbbell: this flow's access-link delay (both sides), overriding the topology's.
     pub access_delay: Option<Spanned<Duration>>,
 }
@@ -691,6 +693,12 @@ impl Scenario {
         not_for(spec.delayed_ack.as_ref().map(|s| s.span()), "delayed_ack", &[Tcp])?;
         not_for(spec.initial_cwnd.as_ref().map(|s| s.span()), "initial_cwnd", &[Tcp])?;
         not_for(spec.min_rto.as_ref().map(|s| s.span()), "min_rto", &[Tcp])?;
+        not_for(spec.abc_limit.as_ref().map(|s| s.span()), "abc_limit", &[Tcp])?;
+        if let Some(l) = &spec.abc_limit {
+            if !(1..=16).contains(l.get_ref()) {
+                return Err(self.error(Some(l.span()), &key("abc_limit"), format!("{} is out of range (1..16)", l.get_ref())));
+            }
+        }
         if spec.access_delay.is_some() && self.topology.kind != TopologyKind::Dumbbell {
             return Err(self.error(spec.access_delay.as_ref().map(|s| s.span()), &key("access_delay"), "only applies to a dumbbell topology"));
         }

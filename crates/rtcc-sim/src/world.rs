@@ -406,6 +406,9 @@ impl World {
                 if let Some(r) = &f.min_rto {
                     c.min_rto = *r.get_ref();
                 }
+                if let Some(l) = &f.abc_limit {
+                    c.abc_limit_segments = *l.get_ref();
+                }
                 c.variant = match f.cc.as_ref().map(|c| c.get_ref().as_str()) {
                     Some("reno") => TcpVariant::Reno,
                     Some("tahoe") => TcpVariant::Tahoe,

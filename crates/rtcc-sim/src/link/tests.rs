@@ -90,9 +90,9 @@ fn constant_rate_departures_queue_behind_each_other() {
     assert_eq!(at(l.transmit(ms(5), Bytes::new(1500))), ms(16));
     let s = l.stats();
     assert_eq!((s.packets_in, s.delivered, s.bytes_delivered), (4, 4, 5250));
-    // Sojourn times: 1, 2, 2, 1 ms → mean 1.5 ms.
+    // Waiting times before transmission starts: 0, 1, 1.5, 0 ms → mean 0.625 ms.
     let q = s.queue_delay.summary();
-    assert!((q.mean - 1.5).abs() < 1e-3, "{q:?}");
+    assert!((q.mean - 0.625).abs() < 1e-3, "{q:?}");
 }
 
 // ---------------------------------------------------------------- drop-tail

@@ -164,7 +164,9 @@ pub struct TcpConfig {
     pub data_limit: Option<Bytes>,
     /// Appropriate byte counting limit L in segments (RFC 3465 §2.2): an ACK
     /// grows slow start by at most `L·SMSS` and counts at most `L·SMSS` acked
-    /// bytes in congestion avoidance. Default 2 (RFC 3465 §2.2); 1 matches ns-3.
+    /// bytes in congestion avoidance. Default 1: RFC 5681 §3.1's own rule
+    /// ("cwnd += min (N, SMSS)" per ACK), which is also ns-3's NewReno; 2 is
+    /// RFC 3465 §2.2's experimental allowance (scenario key `abc_limit`).
     pub abc_limit_segments: u32,
     /// Initial slow-start threshold. Default `Bytes::MAX`: RFC 5681 §3.1, "the
     /// initial value of ssthresh SHOULD be set arbitrarily high".
@@ -186,7 +188,7 @@ impl Default for TcpConfig {
             limited_transmit: false,
             variant: TcpVariant::NewReno,
             data_limit: None,
-            abc_limit_segments: 2,
+            abc_limit_segments: 1,
             initial_ssthresh: Bytes::MAX,
         }
     }

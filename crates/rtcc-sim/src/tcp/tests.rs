@@ -10,11 +10,19 @@ use super::*;
 
 const MSS: u64 = 1000;
 
+/// The unit tests below were written for RFC 3465 byte counting with L = 2;
+/// the default (L = 1, RFC 5681 §3.1 and ns-3) is exercised where named.
 fn cfg() -> TcpConfig {
     TcpConfig {
         mss: Bytes::new(MSS),
+        abc_limit_segments: 2,
         ..TcpConfig::default()
     }
+}
+
+#[test]
+fn default_growth_is_one_smss_per_ack() {
+    assert_eq!(TcpConfig::default().abc_limit_segments, 1);
 }
 
 fn ack(n: u64) -> Ack {
