@@ -31,15 +31,20 @@ pub struct SendBudget {
 }
 
 impl SendBudget {
-    /// A rate-only budget with the default 40 ms burst allowance at `rate`.
+    /// A rate-only budget that does not build up while idle: after a pause the
+    /// pacer sends one packet and then paces. This is libwebrtc's media budget
+    /// (`IntervalBudget` constructed with `can_build_up_underuse = false` in
+    /// modules/pacing/pacing_controller.cc), which GCC is tuned against.
     pub fn paced(rate: Bitrate) -> Self {
-        SendBudget { pacing_rate: rate, cwnd: None, max_burst: (rate * DEFAULT_BURST_TIME).max(Bytes::new(1500)), frame_burst: None }
+        SendBudget { pacing_rate: rate, cwnd: None, max_burst: Bytes::ZERO, frame_burst: None }
+    }
+
+    /// A rate-only budget that may accumulate up to `burst_time` at `rate` while
+    /// idle and spend it back-to-back.
+    pub fn paced_with_burst(rate: Bitrate, burst_time: Duration) -> Self {
+        SendBudget { pacing_rate: rate, cwnd: None, max_burst: rate * burst_time, frame_burst: None }
     }
 }
-
-/// Default burst allowance expressed as time at the pacing rate (libwebrtc's
-/// pacer allows a 40 ms budget: `kMaxIntervalTime`… in pacing_controller.cc).
-pub const DEFAULT_BURST_TIME: Duration = Duration::from_millis(40);
 
 /// A controller's view of the network, for metrics and traces.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
