@@ -17,7 +17,9 @@ pub struct DelaySummary {
     pub p95: f64,
 }
 
-/// A distribution of durations with microsecond resolution up to one hour.
+/// A distribution of durations with microsecond resolution up to one hour, to
+/// two significant digits (values within 1 %; the mean is exact). Two digits
+/// keep each histogram at ~34 KB, so thousands of links and flows stay cheap.
 #[derive(Debug, Clone)]
 pub struct DelayHistogram {
     hist: Hdr<u64>,
@@ -33,8 +35,8 @@ impl Default for DelayHistogram {
 impl DelayHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        // 1 µs .. 1 h with 3 significant digits: bounds are constants, so this cannot fail.
-        let hist = Hdr::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid");
+        // 1 µs .. 1 h with 2 significant digits: bounds are constants, so this cannot fail.
+        let hist = Hdr::new_with_bounds(1, 3_600_000_000, 2).expect("constant histogram bounds are valid");
         DelayHistogram { hist, sum_us: 0 }
     }
     /// Record one sample (saturates at one hour).
@@ -81,8 +83,8 @@ mod tests {
         }
         let s = h.summary();
         assert!((s.mean - 50.5).abs() < 0.01);
-        assert!((s.p50 - 50.0).abs() < 0.1, "{s:?}");
-        assert!((s.p95 - 95.0).abs() < 0.1, "{s:?}");
+        assert!((s.p50 - 50.0).abs() < 0.5, "{s:?}");
+        assert!((s.p95 - 95.0).abs() < 1.0, "{s:?}");
     }
 
     #[test]
