@@ -36,7 +36,9 @@ fn main() -> ExitCode {
             s => scenario = Some(PathBuf::from(s)),
         }
     }
-    let Some(path) = scenario else { return usage("a scenario file is required") };
+    let Some(path) = scenario else {
+        return usage("a scenario file is required");
+    };
     let sc = match Scenario::from_file(&path) {
         Ok(s) => s,
         Err(e) => {
@@ -44,7 +46,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let opts = RunOptions { seed, out_dir: out, progress_interval: rtcc_core::Duration::ZERO };
+    let opts = RunOptions {
+        seed,
+        out_dir: out,
+        progress_interval: rtcc_core::Duration::ZERO,
+    };
     let report = match run(&sc, &opts, &mut |_| {}) {
         Ok(r) => r,
         Err(SimError::Scenario(e)) => {
@@ -60,7 +66,11 @@ fn main() -> ExitCode {
     let sim = sc.duration().as_secs_f64();
     let flows: Vec<_> = report.summary["flows"]
         .as_array()
-        .map(|fs| fs.iter().map(|f| json!({ "name": f["name"], "goodput_kbps": f["goodput_kbps"] })).collect())
+        .map(|fs| {
+            fs.iter()
+                .map(|f| json!({ "name": f["name"], "goodput_kbps": f["goodput_kbps"] }))
+                .collect()
+        })
         .unwrap_or_default();
     let links: Vec<_> = report.summary["links"]
         .as_array()

@@ -102,7 +102,11 @@ impl FeedbackBuilder {
 
     /// When the next report is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.has_pending() { Some(self.next_report) } else { None }
+        if self.has_pending() {
+            Some(self.next_report)
+        } else {
+            None
+        }
     }
 
     /// If a report is due at `now`, fill `out` (cleared first) and return true.
@@ -153,7 +157,10 @@ mod tests {
         assert!(!b.poll_feedback(ms(49), &mut fb));
         assert_eq!(b.poll_timeout(), Some(ms(50)));
         assert!(b.poll_feedback(ms(50), &mut fb));
-        assert_eq!(fb.packets, vec![(100, Some(ms(10))), (101, None), (102, Some(ms(20)))]);
+        assert_eq!(
+            fb.packets,
+            vec![(100, Some(ms(10))), (101, None), (102, Some(ms(20)))]
+        );
         assert_eq!(fb.report_time, ms(50));
         // Nothing new: no report, no timer.
         assert!(!b.poll_feedback(ms(100), &mut fb));
@@ -176,8 +183,14 @@ mod tests {
 
     #[test]
     fn wire_size_grows_with_packets() {
-        let small = WireFeedback { report_time: ms(0), packets: vec![(1, None)] };
-        let big = WireFeedback { report_time: ms(0), packets: (0..100).map(|s| (s, None)).collect() };
+        let small = WireFeedback {
+            report_time: ms(0),
+            packets: vec![(1, None)],
+        };
+        let big = WireFeedback {
+            report_time: ms(0),
+            packets: (0..100).map(|s| (s, None)).collect(),
+        };
         assert_eq!(small.wire_size(), Bytes::new(28 + 24));
         assert_eq!(big.wire_size(), Bytes::new(28 + 220));
     }

@@ -39,8 +39,8 @@
 pub mod cc;
 pub mod feedback;
 pub mod media;
-pub mod packet;
 pub mod pacer;
+pub mod packet;
 pub mod rng;
 pub mod session;
 pub mod time;

@@ -73,7 +73,10 @@ impl Pacer {
         let elapsed = now - self.last_update;
         self.last_update = now;
         let earned = (self.rate * elapsed).get();
-        self.budget = (self.budget.saturating_add(earned.min(i64::MAX as u64) as i64)).min(self.max_burst.get() as i64);
+        self.budget = (self
+            .budget
+            .saturating_add(earned.min(i64::MAX as u64) as i64))
+        .min(self.max_burst.get() as i64);
     }
 
     /// May a packet go now?
@@ -112,7 +115,12 @@ mod tests {
     use super::*;
 
     fn budget(rate: Bitrate, burst: u64, frame_burst: Option<u64>) -> SendBudget {
-        SendBudget { pacing_rate: rate, cwnd: None, max_burst: Bytes::new(burst), frame_burst: frame_burst.map(Bytes::new) }
+        SendBudget {
+            pacing_rate: rate,
+            cwnd: None,
+            max_burst: Bytes::new(burst),
+            frame_burst: frame_burst.map(Bytes::new),
+        }
     }
 
     /// Sends `n` packets of `size` as early as the pacer allows; returns send times.

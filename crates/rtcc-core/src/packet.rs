@@ -93,7 +93,11 @@ impl FeedbackReport {
     }
     /// Bytes of the packets reported received.
     pub fn received_bytes(&self) -> Bytes {
-        self.packets.iter().filter(|p| p.received()).map(|p| p.sent.size).sum()
+        self.packets
+            .iter()
+            .filter(|p| p.received())
+            .map(|p| p.sent.size)
+            .sum()
     }
     /// Round-trip sample from the newest received packet: time since it was
     /// sent, less the time the receiver held it before reporting.
@@ -101,7 +105,10 @@ impl FeedbackReport {
         let last = self.packets.iter().rev().find(|p| p.received())?;
         let arrival = last.arrival?;
         let hold = self.report_time.saturating_duration_since(arrival);
-        Some(now.saturating_duration_since(last.sent.send_time).saturating_sub(hold))
+        Some(
+            now.saturating_duration_since(last.sent.send_time)
+                .saturating_sub(hold),
+        )
     }
     /// Received rate over the span of arrivals in this report (first arrival
     /// excluded from the byte count, as in a packet-train estimate).
@@ -124,7 +131,11 @@ impl FeedbackReport {
             }
         }
         let span = last.saturating_duration_since(first?);
-        if span.is_zero() { None } else { Some(bytes / span) }
+        if span.is_zero() {
+            None
+        } else {
+            Some(bytes / span)
+        }
     }
 }
 
@@ -148,7 +159,12 @@ mod tests {
     fn counts_and_rates() {
         let r = FeedbackReport {
             report_time: Instant::from_millis(130),
-            packets: vec![pkt(1, 0, Some(100)), pkt(2, 1, None), pkt(3, 2, Some(108)), pkt(4, 3, Some(116))],
+            packets: vec![
+                pkt(1, 0, Some(100)),
+                pkt(2, 1, None),
+                pkt(3, 2, Some(108)),
+                pkt(4, 3, Some(116)),
+            ],
         };
         assert_eq!(r.received_count(), 3);
         assert_eq!(r.lost_count(), 1);
@@ -156,6 +172,9 @@ mod tests {
         // 2000 bytes over 16 ms = 1 Mbps.
         assert_eq!(r.received_rate(), Some(Bitrate::mbps(1)));
         // newest received was sent at 3 ms, held 14 ms at the receiver; now = 150 ms.
-        assert_eq!(r.rtt_sample(Instant::from_millis(150)), Some(Duration::from_millis(133)));
+        assert_eq!(
+            r.rtt_sample(Instant::from_millis(150)),
+            Some(Duration::from_millis(133))
+        );
     }
 }

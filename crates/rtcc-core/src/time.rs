@@ -134,11 +134,19 @@ impl Duration {
     }
     /// The smaller of two spans.
     pub fn min(self, other: Duration) -> Duration {
-        if self <= other { self } else { other }
+        if self <= other {
+            self
+        } else {
+            other
+        }
     }
     /// The larger of two spans.
     pub fn max(self, other: Duration) -> Duration {
-        if self >= other { self } else { other }
+        if self >= other {
+            self
+        } else {
+            other
+        }
     }
 }
 
@@ -256,7 +264,13 @@ impl FromStr for Duration {
             "s" | "sec" => 1.0,
             "min" => 60.0,
             "h" => 3600.0,
-            _ => return Err(ParseError::new("duration", s, "unit must be one of ns, us, ms, s, min, h")),
+            _ => {
+                return Err(ParseError::new(
+                    "duration",
+                    s,
+                    "unit must be one of ns, us, ms, s, min, h",
+                ))
+            }
         };
         Ok(Duration::from_secs_f64(value * scale))
     }
@@ -284,11 +298,23 @@ mod tests {
 
     #[test]
     fn parses_units() {
-        assert_eq!("100ms".parse::<Duration>().unwrap(), Duration::from_millis(100));
-        assert_eq!("1.5s".parse::<Duration>().unwrap(), Duration::from_millis(1500));
-        assert_eq!("250us".parse::<Duration>().unwrap(), Duration::from_micros(250));
+        assert_eq!(
+            "100ms".parse::<Duration>().unwrap(),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            "1.5s".parse::<Duration>().unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            "250us".parse::<Duration>().unwrap(),
+            Duration::from_micros(250)
+        );
         assert_eq!(" 2 s ".parse::<Duration>().unwrap(), Duration::from_secs(2));
-        assert_eq!("2min".parse::<Duration>().unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            "2min".parse::<Duration>().unwrap(),
+            Duration::from_secs(120)
+        );
     }
 
     #[test]
@@ -301,8 +327,13 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for d in [Duration::from_millis(20), Duration::from_secs(3), Duration::from_micros(125),
-                  Duration::from_millis(1500), Duration::from_nanos(7)] {
+        for d in [
+            Duration::from_millis(20),
+            Duration::from_secs(3),
+            Duration::from_micros(125),
+            Duration::from_millis(1500),
+            Duration::from_nanos(7),
+        ] {
             assert_eq!(d.to_string().parse::<Duration>().unwrap(), d, "{d}");
         }
         assert_eq!(Duration::from_millis(1500).to_string(), "1.5s");

@@ -27,7 +27,11 @@ pub struct ParseError {
 impl ParseError {
     /// A parse error for `quantity` on input `text`.
     pub fn new(quantity: &'static str, text: &str, reason: impl Into<String>) -> Self {
-        ParseError { quantity, text: text.to_string(), reason: reason.into() }
+        ParseError {
+            quantity,
+            text: text.to_string(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -44,11 +48,19 @@ pub(crate) fn split_number_unit<'a>(
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
     if num.is_empty() {
-        return Err(ParseError::new(quantity, s, format!("expected a number with a unit, e.g. \"{example}\"")));
+        return Err(ParseError::new(
+            quantity,
+            s,
+            format!("expected a number with a unit, e.g. \"{example}\""),
+        ));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| ParseError::new(quantity, s, format!("\"{num}\" is not a number (e.g. \"{example}\")")))?;
+    let value: f64 = num.parse().map_err(|_| {
+        ParseError::new(
+            quantity,
+            s,
+            format!("\"{num}\" is not a number (e.g. \"{example}\")"),
+        )
+    })?;
     if !value.is_finite() {
         return Err(ParseError::new(quantity, s, "must be finite"));
     }
@@ -59,7 +71,11 @@ pub(crate) fn split_number_unit<'a>(
         return Err(ParseError::new(quantity, s, "is out of range"));
     }
     if unit.is_empty() {
-        return Err(ParseError::new(quantity, s, format!("a unit is required, e.g. \"{example}\"")));
+        return Err(ParseError::new(
+            quantity,
+            s,
+            format!("a unit is required, e.g. \"{example}\""),
+        ));
     }
     Ok((value, unit))
 }
@@ -235,7 +251,11 @@ impl Bytes {
     /// Scale by a non-negative factor (rounded).
     pub fn mul_f64(self, k: f64) -> Bytes {
         let v = self.0 as f64 * k;
-        if v.is_finite() && v > 0.0 { Bytes(v.round() as u64) } else { Bytes(0) }
+        if v.is_finite() && v > 0.0 {
+            Bytes(v.round() as u64)
+        } else {
+            Bytes(0)
+        }
     }
     /// The smaller of two sizes.
     pub fn min(self, other: Bytes) -> Bytes {
@@ -252,9 +272,16 @@ impl Div<Duration> for Bytes {
     type Output = Bitrate;
     fn div(self, d: Duration) -> Bitrate {
         if d.is_zero() {
-            return if self.0 == 0 { Bitrate::ZERO } else { Bitrate::MAX };
+            return if self.0 == 0 {
+                Bitrate::ZERO
+            } else {
+                Bitrate::MAX
+            };
         }
-        Bitrate(((self.0 as u128 * 8_000_000_000u128) / d.as_nanos() as u128).min(u64::MAX as u128) as u64)
+        Bitrate(
+            ((self.0 as u128 * 8_000_000_000u128) / d.as_nanos() as u128).min(u64::MAX as u128)
+                as u64,
+        )
     }
 }
 /// `bytes / rate → time` (rounded up to the nanosecond); zero rate gives `Duration::MAX`.
@@ -262,7 +289,11 @@ impl Div<Bitrate> for Bytes {
     type Output = Duration;
     fn div(self, r: Bitrate) -> Duration {
         if r.is_zero() {
-            return if self.0 == 0 { Duration::ZERO } else { Duration::MAX };
+            return if self.0 == 0 {
+                Duration::ZERO
+            } else {
+                Duration::MAX
+            };
         }
         let num = self.0 as u128 * 8_000_000_000u128;
         let d = num.div_ceil(r.0 as u128);
@@ -360,12 +391,20 @@ impl Probability {
         if p.is_finite() && (0.0..=1.0).contains(&p) {
             Ok(Probability(p))
         } else {
-            Err(ParseError::new("probability", &p.to_string(), "must be within [0, 1]"))
+            Err(ParseError::new(
+                "probability",
+                &p.to_string(),
+                "must be within [0, 1]",
+            ))
         }
     }
     /// Clamps `p` into `[0, 1]` (NaN becomes 0).
     pub fn saturating(p: f64) -> Self {
-        if p.is_nan() { Probability(0.0) } else { Probability(p.clamp(0.0, 1.0)) }
+        if p.is_nan() {
+            Probability(0.0)
+        } else {
+            Probability(p.clamp(0.0, 1.0))
+        }
     }
     /// The value in `[0, 1]`.
     pub fn get(self) -> f64 {
@@ -386,8 +425,11 @@ impl FromStr for Probability {
             Some(n) => (n.trim(), 0.01),
             None => (t, 1.0),
         };
-        let v: f64 = num.parse().map_err(|_| ParseError::new("probability", s, "expected e.g. \"0.01\" or \"1%\""))?;
-        Probability::new(v * scale).map_err(|_| ParseError::new("probability", s, "must be within [0, 1] (0%..100%)"))
+        let v: f64 = num
+            .parse()
+            .map_err(|_| ParseError::new("probability", s, "expected e.g. \"0.01\" or \"1%\""))?;
+        Probability::new(v * scale)
+            .map_err(|_| ParseError::new("probability", s, "must be within [0, 1] (0%..100%)"))
     }
 }
 
@@ -449,14 +491,22 @@ mod tests {
         let r = Bitrate::mbps(8);
         assert_eq!(r * Duration::from_millis(1), Bytes::new(1000));
         assert_eq!(Bytes::new(1000) / Duration::from_millis(1), r);
-        assert_eq!(Bytes::new(1500) / Bitrate::mbps(12), Duration::from_millis(1));
+        assert_eq!(
+            Bytes::new(1500) / Bitrate::mbps(12),
+            Duration::from_millis(1)
+        );
         assert_eq!(Bytes::new(1) / Bitrate::ZERO, Duration::MAX);
         assert_eq!(Bytes::new(1) / Duration::ZERO, Bitrate::MAX);
     }
 
     #[test]
     fn display_round_trips() {
-        for r in [Bitrate::kbps(2500), Bitrate::kbps(800), Bitrate::mbps(1000), Bitrate::bps(64)] {
+        for r in [
+            Bitrate::kbps(2500),
+            Bitrate::kbps(800),
+            Bitrate::mbps(1000),
+            Bitrate::bps(64),
+        ] {
             assert_eq!(r.to_string().parse::<Bitrate>().unwrap(), r);
         }
         for b in [Bytes::new(1500), Bytes::new(30_000), Bytes::new(1_500_000)] {

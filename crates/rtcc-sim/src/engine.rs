@@ -69,7 +69,12 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(4096), streams: Vec::new(), next_seq: 0, popped: 0 }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(4096),
+            streams: Vec::new(),
+            next_seq: 0,
+            popped: 0,
+        }
     }
 
     /// Make room for streams `0..n`.
@@ -83,7 +88,11 @@ impl<E: Copy> EventQueue<E> {
     pub fn push(&mut self, time: Instant, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time: time.as_nanos(), seq, slot: Slot::One(event) });
+        self.heap.push(Entry {
+            time: time.as_nanos(),
+            seq,
+            slot: Slot::One(event),
+        });
     }
 
     /// Schedule `event` at `time` on stream `stream`, whose events must be
@@ -93,9 +102,16 @@ impl<E: Copy> EventQueue<E> {
         self.next_seq += 1;
         let t = time.as_nanos();
         let q = &mut self.streams[stream as usize];
-        debug_assert!(q.back().is_none_or(|b| b.0 <= t), "stream {stream} went back in time");
+        debug_assert!(
+            q.back().is_none_or(|b| b.0 <= t),
+            "stream {stream} went back in time"
+        );
         if q.is_empty() {
-            self.heap.push(Entry { time: t, seq, slot: Slot::Stream(stream) });
+            self.heap.push(Entry {
+                time: t,
+                seq,
+                slot: Slot::Stream(stream),
+            });
         }
         q.push_back((t, seq, event));
     }
@@ -111,7 +127,11 @@ impl<E: Copy> EventQueue<E> {
                 // The heap holds a stream entry only while the stream is non-empty.
                 let (_, _, ev) = q.pop_front().expect("a stream in the heap has a head");
                 if let Some(&(t, seq, _)) = q.front() {
-                    self.heap.push(Entry { time: t, seq, slot: Slot::Stream(id) });
+                    self.heap.push(Entry {
+                        time: t,
+                        seq,
+                        slot: Slot::Stream(id),
+                    });
                 }
                 ev
             }
@@ -131,7 +151,11 @@ impl<E: Copy> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.iter().filter(|e| matches!(e.slot, Slot::One(_))).count() + self.streams.iter().map(VecDeque::len).sum::<usize>()
+        self.heap
+            .iter()
+            .filter(|e| matches!(e.slot, Slot::One(_)))
+            .count()
+            + self.streams.iter().map(VecDeque::len).sum::<usize>()
     }
 
     /// True if nothing is pending.

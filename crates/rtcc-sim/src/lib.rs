@@ -41,7 +41,11 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { seed: None, out_dir: None, progress_interval: Duration::from_secs(1) }
+        RunOptions {
+            seed: None,
+            out_dir: None,
+            progress_interval: Duration::from_secs(1),
+        }
     }
 }
 
@@ -98,7 +102,11 @@ pub enum SimError {
 ///
 /// `progress` is called every `opts.progress_interval` of simulated time; the
 /// run is deterministic whatever it does.
-pub fn run(scenario: &Scenario, opts: &RunOptions, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, SimError> {
+pub fn run(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, SimError> {
     run_interruptible(scenario, opts, &mut |p| {
         progress(p);
         true
@@ -106,25 +114,46 @@ pub fn run(scenario: &Scenario, opts: &RunOptions, progress: &mut dyn FnMut(Prog
 }
 
 /// Like [`run`], but the callback may stop the run by returning `false`.
-pub fn run_interruptible(scenario: &Scenario, opts: &RunOptions, progress: &mut dyn FnMut(Progress) -> bool) -> Result<RunReport, SimError> {
+pub fn run_interruptible(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<RunReport, SimError> {
     // The one wall-clock read of the simulator: it measures, never decides.
     #[allow(clippy::disallowed_methods)]
     let t0 = std::time::Instant::now();
     let seed = opts.seed.unwrap_or(scenario.seed());
-    let io = |path: PathBuf| move |source: std::io::Error| SimError::Io { path: path.clone(), source };
-    let mut sinks = world::Sinks { timeseries: None, frames: None };
+    let io = |path: PathBuf| {
+        move |source: std::io::Error| SimError::Io {
+            path: path.clone(),
+            source,
+        }
+    };
+    let mut sinks = world::Sinks {
+        timeseries: None,
+        frames: None,
+    };
     if let Some(dir) = &opts.out_dir {
         std::fs::create_dir_all(dir).map_err(io(dir.clone()))?;
         let ts = dir.join("timeseries.csv");
-        sinks.timeseries = Some(Box::new(BufWriter::with_capacity(1 << 16, File::create(&ts).map_err(io(ts.clone()))?)));
+        sinks.timeseries = Some(Box::new(BufWriter::with_capacity(
+            1 << 16,
+            File::create(&ts).map_err(io(ts.clone()))?,
+        )));
         let fr = dir.join("frames.csv");
-        sinks.frames = Some(Box::new(BufWriter::with_capacity(1 << 16, File::create(&fr).map_err(io(fr.clone()))?)));
+        sinks.frames = Some(Box::new(BufWriter::with_capacity(
+            1 << 16,
+            File::create(&fr).map_err(io(fr.clone()))?,
+        )));
     }
     let mut world = world::World::build(scenario, seed, sinks)?;
     let duration = scenario.duration();
     let mut interrupted = false;
     let result = world.run(opts.progress_interval, &mut |now| {
-        let keep = progress(Progress { sim_time: now - rtcc_core::Instant::ZERO, duration });
+        let keep = progress(Progress {
+            sim_time: now - rtcc_core::Instant::ZERO,
+            duration,
+        });
         interrupted |= !keep;
         keep
     });
@@ -135,7 +164,8 @@ pub fn run_interruptible(scenario: &Scenario, opts: &RunOptions, progress: &mut 
     let summary = output::summary(&world, scenario.name(), seed);
     if let Some(dir) = &opts.out_dir {
         let p = dir.join("summary.json");
-        let text = serde_json::to_string_pretty(&summary).map_err(|e| SimError::Internal(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| SimError::Internal(e.to_string()))?;
         std::fs::write(&p, text + "\n").map_err(io(p.clone()))?;
     }
     Ok(RunReport {

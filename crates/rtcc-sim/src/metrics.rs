@@ -36,7 +36,8 @@ impl DelayHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
         // 1 µs .. 1 h with 2 significant digits: bounds are constants, so this cannot fail.
-        let hist = Hdr::new_with_bounds(1, 3_600_000_000, 2).expect("constant histogram bounds are valid");
+        let hist =
+            Hdr::new_with_bounds(1, 3_600_000_000, 2).expect("constant histogram bounds are valid");
         DelayHistogram { hist, sum_us: 0 }
     }
     /// Record one sample (saturates at one hour).
@@ -68,7 +69,11 @@ pub fn jain_index(xs: &[f64]) -> f64 {
     let n = xs.len() as f64;
     let s: f64 = xs.iter().sum();
     let s2: f64 = xs.iter().map(|x| x * x).sum();
-    if xs.is_empty() || s2 <= 0.0 { 1.0 } else { s * s / (n * s2) }
+    if xs.is_empty() || s2 <= 0.0 {
+        1.0
+    } else {
+        s * s / (n * s2)
+    }
 }
 
 #[cfg(test)]

@@ -34,22 +34,37 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             m.insert("cc".into(), json!(f.cc));
         }
         if let (FlowKind::Media, Some(media)) = (f.kind, f.media) {
-            m.insert("media_bitrate_kbps".into(), json!(round3(media.delivered_payload.get() as f64 * 8.0 / active / 1000.0)));
+            m.insert(
+                "media_bitrate_kbps".into(),
+                json!(round3(
+                    media.delivered_payload.get() as f64 * 8.0 / active / 1000.0
+                )),
+            );
         }
         m.insert("goodput_kbps".into(), json!(round3(goodput_kbps)));
         if f.kind == FlowKind::Media {
             m.insert("frame_delay_ms".into(), delay_json(f.frame_delay.summary()));
             if let Some(media) = f.media {
-                m.insert("stall_ratio".into(), json!(round3(media.stall_ratio * 1000.0) / 1000.0));
+                m.insert(
+                    "stall_ratio".into(),
+                    json!(round3(media.stall_ratio * 1000.0) / 1000.0),
+                );
                 m.insert("frames_displayed".into(), json!(media.frames_displayed));
                 m.insert("frames_dropped".into(), json!(media.frames_dropped));
             }
             if f.accuracy_n > 0 {
-                m.insert("bw_estimate_accuracy".into(), json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0));
+                m.insert(
+                    "bw_estimate_accuracy".into(),
+                    json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0),
+                );
             }
         }
         let sent = f.counters.packets_sent;
-        let loss = if sent == 0 { 0.0 } else { f.counters.packets_dropped as f64 / sent as f64 };
+        let loss = if sent == 0 {
+            0.0
+        } else {
+            f.counters.packets_dropped as f64 / sent as f64
+        };
         m.insert("loss_rate".into(), json!(round3(loss * 1000.0) / 1000.0));
         m.insert("owd_ms".into(), delay_json(f.owd.summary()));
         m.insert("packets_sent".into(), json!(sent));

@@ -43,11 +43,20 @@ impl fmt::Display for ScenarioError {
 }
 
 impl ScenarioError {
-    pub(crate) fn at(origin: &Origin, span: Option<std::ops::Range<usize>>, key: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn at(
+        origin: &Origin,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Self {
         ScenarioError {
             file: origin.name.clone(),
             line: span.map(|s| origin.line_of(s.start)),
-            key: if key.is_empty() { None } else { Some(key.to_string()) },
+            key: if key.is_empty() {
+                None
+            } else {
+                Some(key.to_string())
+            },
             message: message.into(),
         }
     }
@@ -64,7 +73,11 @@ pub(crate) struct Origin {
 impl Origin {
     fn line_of(&self, offset: usize) -> usize {
         let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
     }
 }
 
@@ -235,7 +248,10 @@ fn de_opt_prob<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Probability>, D
     }
     match P::deserialize(d)? {
         P::F(x) => Probability::new(x).map(Some).map_err(de::Error::custom),
-        P::S(s) => s.parse::<Probability>().map(Some).map_err(de::Error::custom),
+        P::S(s) => s
+            .parse::<Probability>()
+            .map(Some)
+            .map_err(de::Error::custom),
     }
 }
 
@@ -422,7 +438,9 @@ pub struct OutputSpec {
 
 impl Default for OutputSpec {
     fn default() -> Self {
-        OutputSpec { sample_interval: Duration::from_millis(100) }
+        OutputSpec {
+            sample_interval: Duration::from_millis(100),
+        }
     }
 }
 
@@ -506,14 +524,28 @@ impl Scenario {
         self.seed
     }
 
-    fn parse(text: String, name: String, dir: Option<PathBuf>, stem: Option<String>) -> Result<Scenario, ScenarioError> {
+    fn parse(
+        text: String,
+        name: String,
+        dir: Option<PathBuf>,
+        stem: Option<String>,
+    ) -> Result<Scenario, ScenarioError> {
         let origin = Origin { name, dir, text };
         let de = toml::Deserializer::new(&origin.text);
         let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string().replace("$__serde_spanned_private_value.", "").replace(".$__serde_spanned_private_value", "");
+            let path = e
+                .path()
+                .to_string()
+                .replace("$__serde_spanned_private_value.", "")
+                .replace(".$__serde_spanned_private_value", "");
             let inner = e.into_inner();
             let key = if path == "." { String::new() } else { path };
-            ScenarioError::at(&origin, inner.span(), &key, inner.message().trim().to_string())
+            ScenarioError::at(
+                &origin,
+                inner.span(),
+                &key,
+                inner.message().trim().to_string(),
+            )
         })?;
         let scenario = Scenario {
             name: file.name.or(stem).unwrap_or_else(|| "scenario".into()),
@@ -529,7 +561,12 @@ impl Scenario {
         Ok(scenario)
     }
 
-    pub(crate) fn error(&self, span: Option<std::ops::Range<usize>>, key: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn error(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> ScenarioError {
         ScenarioError::at(&self.origin, span, key, message)
     }
 
@@ -538,7 +575,11 @@ impl Scenario {
     pub(crate) fn resolve_path(&self, p: &str) -> Result<PathBuf, Vec<PathBuf>> {
         let path = PathBuf::from(p);
         if path.is_absolute() {
-            return if path.exists() { Ok(path) } else { Err(vec![path]) };
+            return if path.exists() {
+                Ok(path)
+            } else {
+                Err(vec![path])
+            };
         }
         let mut tried = vec![path.clone()];
         if path.exists() {
@@ -551,13 +592,20 @@ impl Scenario {
                 return Ok(cand);
             }
             tried.push(cand);
-            dir = d.parent().map(Path::to_path_buf).filter(|p| !p.as_os_str().is_empty());
+            dir = d
+                .parent()
+                .map(Path::to_path_buf)
+                .filter(|p| !p.as_os_str().is_empty());
         }
         Err(tried)
     }
 
     fn validate(&self, duration_span: std::ops::Range<usize>) -> Result<(), ScenarioError> {
-        let dspan = if duration_span.is_empty() { None } else { Some(duration_span) };
+        let dspan = if duration_span.is_empty() {
+            None
+        } else {
+            Some(duration_span)
+        };
         if self.duration.is_zero() {
             return Err(self.error(dspan, "duration", "must be greater than 0s"));
         }
@@ -572,17 +620,31 @@ impl Scenario {
             let span = Some(l.span());
             let key = |k: &str| format!("link[{i}].{k}");
             if names.contains(&l.get_ref().name.as_str()) {
-                return Err(self.error(span, &key("name"), format!("duplicate link name \"{}\"", l.get_ref().name)));
+                return Err(self.error(
+                    span,
+                    &key("name"),
+                    format!("duplicate link name \"{}\"", l.get_ref().name),
+                ));
             }
             names.push(&l.get_ref().name);
             let spec = l.get_ref();
-            let sources = spec.rate.is_some() as u8 + spec.trace.is_some() as u8 + spec.schedule.is_some() as u8;
+            let sources = spec.rate.is_some() as u8
+                + spec.trace.is_some() as u8
+                + spec.schedule.is_some() as u8;
             if sources != 1 {
-                return Err(self.error(span, &key("rate"), "give exactly one of `rate`, `trace` or `schedule`"));
+                return Err(self.error(
+                    span,
+                    &key("rate"),
+                    "give exactly one of `rate`, `trace` or `schedule`",
+                ));
             }
             if let Some(r) = &spec.rate {
                 if r.get_ref().is_zero() {
-                    return Err(self.error(Some(r.span()), &key("rate"), "must be greater than 0bps"));
+                    return Err(self.error(
+                        Some(r.span()),
+                        &key("rate"),
+                        "must be greater than 0bps",
+                    ));
                 }
             }
             if let Some(t) = &spec.trace {
@@ -590,37 +652,65 @@ impl Scenario {
                     return Err(self.error(Some(t.span()), &key("trace_format"), "a trace needs `trace_format` = \"mahimahi\" | \"throughput\" | \"opennetlab\""));
                 }
                 if let Err(tried) = self.resolve_path(t.get_ref()) {
-                    let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+                    let tried: Vec<String> =
+                        tried.iter().map(|p| p.display().to_string()).collect();
                     return Err(self.error(
                         Some(t.span()),
                         &key("trace"),
-                        format!("trace file \"{}\" not found (looked in: {})", t.get_ref(), tried.join(", ")),
+                        format!(
+                            "trace file \"{}\" not found (looked in: {})",
+                            t.get_ref(),
+                            tried.join(", ")
+                        ),
                     ));
                 }
             } else if let Some(f) = &spec.trace_format {
-                return Err(self.error(Some(f.span()), &key("trace_format"), "`trace_format` without `trace`"));
+                return Err(self.error(
+                    Some(f.span()),
+                    &key("trace_format"),
+                    "`trace_format` without `trace`",
+                ));
             }
             if let Some(s) = &spec.schedule {
                 let steps = s.get_ref();
                 if steps.is_empty() || !steps[0].at.is_zero() {
-                    return Err(self.error(Some(s.span()), &key("schedule"), "a schedule must start with a step at \"0s\""));
+                    return Err(self.error(
+                        Some(s.span()),
+                        &key("schedule"),
+                        "a schedule must start with a step at \"0s\"",
+                    ));
                 }
                 if steps.windows(2).any(|w| w[1].at <= w[0].at) {
-                    return Err(self.error(Some(s.span()), &key("schedule"), "schedule steps must be in increasing `at` order"));
+                    return Err(self.error(
+                        Some(s.span()),
+                        &key("schedule"),
+                        "schedule steps must be in increasing `at` order",
+                    ));
                 }
             }
             if let Some(loss) = &spec.loss {
                 self.validate_loss(i, loss)?;
             }
         }
-        if self.topology.kind == TopologyKind::Dumbbell && !self.links.iter().any(|l| l.get_ref().name == "bottleneck") && self.links.len() > 1 {
-            return Err(self.error(None, "link", "a dumbbell with several links needs one named \"bottleneck\""));
+        if self.topology.kind == TopologyKind::Dumbbell
+            && !self.links.iter().any(|l| l.get_ref().name == "bottleneck")
+            && self.links.len() > 1
+        {
+            return Err(self.error(
+                None,
+                "link",
+                "a dumbbell with several links needs one named \"bottleneck\"",
+            ));
         }
         let mut fnames: Vec<&str> = Vec::new();
         for (i, f) in self.flows.iter().enumerate() {
             self.validate_flow(i, f)?;
             if fnames.contains(&f.get_ref().name.as_str()) {
-                return Err(self.error(Some(f.span()), &format!("flow[{i}].name"), format!("duplicate flow name \"{}\"", f.get_ref().name)));
+                return Err(self.error(
+                    Some(f.span()),
+                    &format!("flow[{i}].name"),
+                    format!("duplicate flow name \"{}\"", f.get_ref().name),
+                ));
             }
             fnames.push(&f.get_ref().name);
         }
@@ -634,34 +724,71 @@ impl Scenario {
         let l = loss.get_ref();
         let span = Some(loss.span());
         let key = format!("link[{i}].loss");
-        let ge_given = l.step.is_some() || l.p_gb.is_some() || l.p_bg.is_some() || l.loss_good.is_some() || l.loss_bad.is_some();
+        let ge_given = l.step.is_some()
+            || l.p_gb.is_some()
+            || l.p_bg.is_some()
+            || l.loss_good.is_some()
+            || l.loss_bad.is_some();
         match l.model {
             LossModelKind::None => {
                 if l.p.is_some() || ge_given {
-                    return Err(self.error(span, &key, "loss parameters given with model = \"none\" (set `model`)"));
+                    return Err(self.error(
+                        span,
+                        &key,
+                        "loss parameters given with model = \"none\" (set `model`)",
+                    ));
                 }
             }
             LossModelKind::Bernoulli => {
                 if l.p.is_none() {
-                    return Err(self.error(span, &format!("{key}.p"), "model = \"bernoulli\" needs `p`"));
+                    return Err(self.error(
+                        span,
+                        &format!("{key}.p"),
+                        "model = \"bernoulli\" needs `p`",
+                    ));
                 }
                 if ge_given {
-                    return Err(self.error(span, &key, "Gilbert–Elliott parameters given with model = \"bernoulli\""));
+                    return Err(self.error(
+                        span,
+                        &key,
+                        "Gilbert–Elliott parameters given with model = \"bernoulli\"",
+                    ));
                 }
             }
             LossModelKind::GilbertElliott => {
-                for (name, v) in [("p_gb", l.p_gb), ("p_bg", l.p_bg), ("loss_good", l.loss_good), ("loss_bad", l.loss_bad)] {
+                for (name, v) in [
+                    ("p_gb", l.p_gb),
+                    ("p_bg", l.p_bg),
+                    ("loss_good", l.loss_good),
+                    ("loss_bad", l.loss_bad),
+                ] {
                     if v.is_none() {
                         return Err(self.error(span, &format!("{key}.{name}"), "model = \"gilbert-elliott\" needs `step`, `p_gb`, `p_bg`, `loss_good`, `loss_bad`"));
                     }
                 }
                 match l.step {
-                    None => return Err(self.error(span, &format!("{key}.step"), "model = \"gilbert-elliott\" needs `step`")),
-                    Some(s) if s.is_zero() => return Err(self.error(span, &format!("{key}.step"), "must be greater than 0s")),
+                    None => {
+                        return Err(self.error(
+                            span,
+                            &format!("{key}.step"),
+                            "model = \"gilbert-elliott\" needs `step`",
+                        ))
+                    }
+                    Some(s) if s.is_zero() => {
+                        return Err(self.error(
+                            span,
+                            &format!("{key}.step"),
+                            "must be greater than 0s",
+                        ))
+                    }
                     _ => {}
                 }
                 if l.p.is_some() {
-                    return Err(self.error(span, &format!("{key}.p"), "`p` is for model = \"bernoulli\""));
+                    return Err(self.error(
+                        span,
+                        &format!("{key}.p"),
+                        "`p` is for model = \"bernoulli\"",
+                    ));
                 }
             }
         }
@@ -673,38 +800,89 @@ impl Scenario {
         let kind = *spec.kind.get_ref();
         let key = |k: &str| format!("flow[{i}].{k}");
         // Options that belong to one kind only.
-        let not_for = |present: Option<std::ops::Range<usize>>, name: &str, allowed: &[FlowKind]| -> Result<(), ScenarioError> {
+        let not_for = |present: Option<std::ops::Range<usize>>,
+                       name: &str,
+                       allowed: &[FlowKind]|
+         -> Result<(), ScenarioError> {
             if let Some(span) = present {
                 if !allowed.contains(&kind) {
                     let kinds: Vec<&str> = allowed.iter().map(|k| k.as_str()).collect();
-                    return Err(self.error(Some(span), &key(name), format!("only applies to flows of kind {} (this flow is {})", kinds.join("/"), kind.as_str())));
+                    return Err(self.error(
+                        Some(span),
+                        &key(name),
+                        format!(
+                            "only applies to flows of kind {} (this flow is {})",
+                            kinds.join("/"),
+                            kind.as_str()
+                        ),
+                    ));
                 }
             }
             Ok(())
         };
         use FlowKind::*;
         not_for(spec.encoder.as_ref().map(|s| s.span()), "encoder", &[Media])?;
-        not_for(spec.cc_config.as_ref().map(|s| s.span()), "cc_config", &[Media])?;
+        not_for(
+            spec.cc_config.as_ref().map(|s| s.span()),
+            "cc_config",
+            &[Media],
+        )?;
         not_for(spec.mtu.as_ref().map(|s| s.span()), "mtu", &[Media])?;
-        not_for(spec.feedback_interval.as_ref().map(|s| s.span()), "feedback_interval", &[Media])?;
+        not_for(
+            spec.feedback_interval.as_ref().map(|s| s.span()),
+            "feedback_interval",
+            &[Media],
+        )?;
         not_for(spec.rate.as_ref().map(|s| s.span()), "rate", &[UdpCbr])?;
-        not_for(spec.packet_size.as_ref().map(|s| s.span()), "packet_size", &[UdpCbr])?;
+        not_for(
+            spec.packet_size.as_ref().map(|s| s.span()),
+            "packet_size",
+            &[UdpCbr],
+        )?;
         not_for(spec.mss.as_ref().map(|s| s.span()), "mss", &[Tcp])?;
-        not_for(spec.delayed_ack.as_ref().map(|s| s.span()), "delayed_ack", &[Tcp])?;
-        not_for(spec.initial_cwnd.as_ref().map(|s| s.span()), "initial_cwnd", &[Tcp])?;
+        not_for(
+            spec.delayed_ack.as_ref().map(|s| s.span()),
+            "delayed_ack",
+            &[Tcp],
+        )?;
+        not_for(
+            spec.initial_cwnd.as_ref().map(|s| s.span()),
+            "initial_cwnd",
+            &[Tcp],
+        )?;
         not_for(spec.min_rto.as_ref().map(|s| s.span()), "min_rto", &[Tcp])?;
-        not_for(spec.abc_limit.as_ref().map(|s| s.span()), "abc_limit", &[Tcp])?;
+        not_for(
+            spec.abc_limit.as_ref().map(|s| s.span()),
+            "abc_limit",
+            &[Tcp],
+        )?;
         if let Some(l) = &spec.abc_limit {
             if !(1..=16).contains(l.get_ref()) {
-                return Err(self.error(Some(l.span()), &key("abc_limit"), format!("{} is out of range (1..16)", l.get_ref())));
+                return Err(self.error(
+                    Some(l.span()),
+                    &key("abc_limit"),
+                    format!("{} is out of range (1..16)", l.get_ref()),
+                ));
             }
         }
         if spec.access_delay.is_some() && self.topology.kind != TopologyKind::Dumbbell {
-            return Err(self.error(spec.access_delay.as_ref().map(|s| s.span()), &key("access_delay"), "only applies to a dumbbell topology"));
+            return Err(self.error(
+                spec.access_delay.as_ref().map(|s| s.span()),
+                &key("access_delay"),
+                "only applies to a dumbbell topology",
+            ));
         }
         if let Some(stop) = &spec.stop {
             if *stop.get_ref() <= spec.start {
-                return Err(self.error(Some(stop.span()), &key("stop"), format!("stop ({}) must be after start ({})", stop.get_ref(), spec.start)));
+                return Err(self.error(
+                    Some(stop.span()),
+                    &key("stop"),
+                    format!(
+                        "stop ({}) must be after start ({})",
+                        stop.get_ref(),
+                        spec.start
+                    ),
+                ));
             }
         }
         let cc_names: &[&str] = match kind {
@@ -713,21 +891,50 @@ impl Scenario {
             UdpCbr => &[],
         };
         match (&spec.cc, kind) {
-            (None, Media) => return Err(self.error(Some(f.span()), &key("cc"), format!("a media flow needs `cc` (one of: {})", cc_names.join(", ")))),
-            (Some(cc), UdpCbr) => return Err(self.error(Some(cc.span()), &key("cc"), "udp-cbr flows have no congestion control")),
+            (None, Media) => {
+                return Err(self.error(
+                    Some(f.span()),
+                    &key("cc"),
+                    format!("a media flow needs `cc` (one of: {})", cc_names.join(", ")),
+                ))
+            }
+            (Some(cc), UdpCbr) => {
+                return Err(self.error(
+                    Some(cc.span()),
+                    &key("cc"),
+                    "udp-cbr flows have no congestion control",
+                ))
+            }
             (Some(cc), _) if !cc_names.contains(&cc.get_ref().as_str()) => {
-                return Err(self.error(Some(cc.span()), &key("cc"), format!("unknown congestion controller \"{}\" for a {} flow (one of: {})", cc.get_ref(), kind.as_str(), cc_names.join(", "))));
+                return Err(self.error(
+                    Some(cc.span()),
+                    &key("cc"),
+                    format!(
+                        "unknown congestion controller \"{}\" for a {} flow (one of: {})",
+                        cc.get_ref(),
+                        kind.as_str(),
+                        cc_names.join(", ")
+                    ),
+                ));
             }
             _ => {}
         }
         if kind == UdpCbr && spec.rate.is_none() {
             return Err(self.error(Some(f.span()), &key("rate"), "a udp-cbr flow needs `rate`"));
         }
-        for (name, v) in [("mtu", &spec.mtu), ("packet_size", &spec.packet_size), ("mss", &spec.mss)] {
+        for (name, v) in [
+            ("mtu", &spec.mtu),
+            ("packet_size", &spec.packet_size),
+            ("mss", &spec.mss),
+        ] {
             if let Some(b) = v {
                 let n = b.get_ref().get();
                 if !(100..=65_000).contains(&n) {
-                    return Err(self.error(Some(b.span()), &key(name), format!("{} is out of range (100B..65000B)", b.get_ref())));
+                    return Err(self.error(
+                        Some(b.span()),
+                        &key(name),
+                        format!("{} is out of range (100B..65000B)", b.get_ref()),
+                    ));
                 }
             }
         }
@@ -735,13 +942,28 @@ impl Scenario {
             let enc = e.get_ref();
             let span = Some(e.span());
             if enc.kind != "parametric" {
-                return Err(self.error(span, &key("encoder.kind"), format!("unknown encoder kind \"{}\" (one of: parametric)", enc.kind)));
+                return Err(self.error(
+                    span,
+                    &key("encoder.kind"),
+                    format!("unknown encoder kind \"{}\" (one of: parametric)", enc.kind),
+                ));
             }
             if !(enc.fps.is_finite() && enc.fps > 0.0 && enc.fps <= 1000.0) {
-                return Err(self.error(span, &key("encoder.fps"), format!("{} is out of range (0, 1000]", enc.fps)));
+                return Err(self.error(
+                    span,
+                    &key("encoder.fps"),
+                    format!("{} is out of range (0, 1000]", enc.fps),
+                ));
             }
             if enc.min_bitrate > enc.max_bitrate {
-                return Err(self.error(span, &key("encoder.min_bitrate"), format!("min_bitrate {} exceeds max_bitrate {}", enc.min_bitrate, enc.max_bitrate)));
+                return Err(self.error(
+                    span,
+                    &key("encoder.min_bitrate"),
+                    format!(
+                        "min_bitrate {} exceeds max_bitrate {}",
+                        enc.min_bitrate, enc.max_bitrate
+                    ),
+                ));
             }
         }
         Ok(())
@@ -777,7 +999,10 @@ cc = "gcc"
         let s = Scenario::from_toml_str(GOOD, "s.toml").unwrap();
         assert_eq!(s.name(), "t");
         assert_eq!(s.duration(), Duration::from_secs(10));
-        assert_eq!(s.links[0].get_ref().queue, QueueSpec::Bytes(Bytes::new(60_000)));
+        assert_eq!(
+            s.links[0].get_ref().queue,
+            QueueSpec::Bytes(Bytes::new(60_000))
+        );
     }
 
     #[test]
@@ -785,7 +1010,10 @@ cc = "gcc"
         let e = err(&GOOD.replace("delay = \"20ms\"", "dealy = \"20ms\""));
         assert_eq!(e.line, Some(8), "{e}");
         assert!(e.to_string().contains("dealy"), "{e}");
-        assert!(e.to_string().starts_with("s.toml:8: key `link[0].dealy`"), "{e}");
+        assert!(
+            e.to_string().starts_with("s.toml:8: key `link[0].dealy`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -801,40 +1029,66 @@ cc = "gcc"
     fn negative_delay_is_rejected() {
         let e = err(&GOOD.replace("\"20ms\"", "\"-20ms\""));
         let s = e.to_string();
-        assert!(s.contains("link[0].delay") && s.contains("-20ms") && s.contains("negative"), "{s}");
+        assert!(
+            s.contains("link[0].delay") && s.contains("-20ms") && s.contains("negative"),
+            "{s}"
+        );
         assert_eq!(e.line, Some(8));
     }
 
     #[test]
     fn missing_trace_names_file() {
-        let text = GOOD.replace("rate = \"1Mbps\"", "trace = \"no/such.trace\"\ntrace_format = \"mahimahi\"");
+        let text = GOOD.replace(
+            "rate = \"1Mbps\"",
+            "trace = \"no/such.trace\"\ntrace_format = \"mahimahi\"",
+        );
         let e = err(&text);
         let s = e.to_string();
-        assert!(s.contains("no/such.trace") && s.contains("not found") && s.contains("link[0].trace"), "{s}");
+        assert!(
+            s.contains("no/such.trace") && s.contains("not found") && s.contains("link[0].trace"),
+            "{s}"
+        );
         assert_eq!(e.line, Some(7));
     }
 
     #[test]
     fn kind_specific_options_are_checked() {
         let e = err(&format!("{GOOD}rate = \"1Mbps\"\n"));
-        assert!(e.to_string().contains("only applies to flows of kind udp-cbr"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("only applies to flows of kind udp-cbr"),
+            "{e}"
+        );
         let e = err(&GOOD.replace("cc = \"gcc\"", "cc = \"nope\""));
-        assert!(e.to_string().contains("unknown congestion controller \"nope\""), "{e}");
+        assert!(
+            e.to_string()
+                .contains("unknown congestion controller \"nope\""),
+            "{e}"
+        );
     }
 
     #[test]
     fn queue_specs() {
         assert_eq!("50pkts".parse::<QueueSpec>(), Ok(QueueSpec::Packets(50)));
-        assert_eq!("100ms".parse::<QueueSpec>(), Ok(QueueSpec::Time(Duration::from_millis(100))));
+        assert_eq!(
+            "100ms".parse::<QueueSpec>(),
+            Ok(QueueSpec::Time(Duration::from_millis(100)))
+        );
         assert_eq!("unlimited".parse::<QueueSpec>(), Ok(QueueSpec::Unlimited));
         assert!("lots".parse::<QueueSpec>().is_err());
     }
 
     #[test]
     fn loss_models_validate() {
-        let e = err(&GOOD.replace("queue = \"60KB\"", "queue = \"60KB\"\nloss = { model = \"bernoulli\" }"));
+        let e = err(&GOOD.replace(
+            "queue = \"60KB\"",
+            "queue = \"60KB\"\nloss = { model = \"bernoulli\" }",
+        ));
         assert!(e.to_string().contains("needs `p`"), "{e}");
-        let e = err(&GOOD.replace("queue = \"60KB\"", "queue = \"60KB\"\nloss = { model = \"bernoulli\", p = 1.5 }"));
+        let e = err(&GOOD.replace(
+            "queue = \"60KB\"",
+            "queue = \"60KB\"\nloss = { model = \"bernoulli\", p = 1.5 }",
+        ));
         assert!(e.to_string().contains("[0, 1]"), "{e}");
         Scenario::from_toml_str(
             &GOOD.replace("queue = \"60KB\"", "queue = \"60KB\"\nloss = { model = \"gilbert-elliott\", step = \"30ms\", p_gb = 0.2, p_bg = 0.8, loss_good = 0.01, loss_bad = 0.4 }"),

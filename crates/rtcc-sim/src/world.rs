@@ -11,7 +11,9 @@ use std::io::Write;
 
 use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig};
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
-use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig};
+use rtcc_core::media::encoder::{
+    EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
+};
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
 use rtcc_core::rng;
@@ -22,7 +24,10 @@ use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
 use crate::engine::EventQueue;
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
 use crate::metrics::DelayHistogram;
-use crate::scenario::{EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, Scenario, ScenarioError, TopologyKind, TraceFormatSpec};
+use crate::scenario::{
+    EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, Scenario, ScenarioError,
+    TopologyKind, TraceFormatSpec,
+};
 use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender, TcpVariant};
 
 /// RNG element ids: links use `LINK_RNG + index`, flows `FLOW_RNG + index`.
@@ -71,7 +76,12 @@ enum SenderEp {
     Idle,
     Media(Box<SenderSession<ParametricEncoder>>),
     Tcp(Box<TcpSender>),
-    Cbr { interval: Duration, next_k: u64, start: Instant, payload: Bytes },
+    Cbr {
+        interval: Duration,
+        next_k: u64,
+        start: Instant,
+        payload: Bytes,
+    },
 }
 
 enum ReceiverEp {
@@ -81,9 +91,16 @@ enum ReceiverEp {
     Cbr,
 }
 
+/// A media flow's parts, kept until its start time.
+struct MediaSetup {
+    sender: SenderConfig,
+    encoder: ParametricEncoderConfig,
+    receiver: ReceiverConfig,
+}
+
 /// What a flow is built from (kept until its start time).
 enum FlowSetup {
-    Media { sender: SenderConfig, encoder: ParametricEncoderConfig, receiver: ReceiverConfig },
+    Media(Box<MediaSetup>),
     Tcp(TcpConfig),
     Cbr { rate: Bitrate, payload: Bytes },
 }
@@ -178,7 +195,11 @@ impl World {
         let mut links = Vec::new();
         let mut link_names = Vec::new();
         let mut paths: Vec<u32> = Vec::new();
-        let add_link = |links: &mut Vec<Link>, names: &mut Vec<String>, name: String, cfg: LinkConfig| -> u32 {
+        let add_link = |links: &mut Vec<Link>,
+                        names: &mut Vec<String>,
+                        name: String,
+                        cfg: LinkConfig|
+         -> u32 {
             let id = links.len() as u64;
             links.push(Link::new(cfg, rng::stream(seed, LINK_RNG + id)));
             names.push(name);
@@ -188,10 +209,19 @@ impl World {
         let mut declared = Vec::new();
         for (i, l) in sc.links.iter().enumerate() {
             let cfg = Self::link_config(sc, i, l.get_ref(), l.span())?;
-            declared.push(add_link(&mut links, &mut link_names, l.get_ref().name.clone(), cfg));
+            declared.push(add_link(
+                &mut links,
+                &mut link_names,
+                l.get_ref().name.clone(),
+                cfg,
+            ));
         }
         let topo = &sc.topology;
-        let main_idx = sc.links.iter().position(|l| l.get_ref().name == "bottleneck").unwrap_or(0);
+        let main_idx = sc
+            .links
+            .iter()
+            .position(|l| l.get_ref().name == "bottleneck")
+            .unwrap_or(0);
         let main = declared[main_idx];
         let main_spec = sc.links[main_idx].get_ref();
         let main_cfg = links[main as usize].config().clone();
@@ -216,7 +246,12 @@ impl World {
                 mahimahi_opportunity: main_cfg.mahimahi_opportunity,
             }
         };
-        let rev_main = add_link(&mut links, &mut link_names, format!("{}-reverse", main_spec.name), reverse_cfg);
+        let rev_main = add_link(
+            &mut links,
+            &mut link_names,
+            format!("{}-reverse", main_spec.name),
+            reverse_cfg,
+        );
 
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
@@ -230,7 +265,11 @@ impl World {
                     ((a, a + 1), (b, b + 1))
                 }
                 TopologyKind::Dumbbell => {
-                    let delay = spec.access_delay.as_ref().map(|d| *d.get_ref()).unwrap_or(topo.access_delay);
+                    let delay = spec
+                        .access_delay
+                        .as_ref()
+                        .map(|d| *d.get_ref())
+                        .unwrap_or(topo.access_delay);
                     let access = LinkConfig {
                         rate: RateModel::Constant(topo.access_rate),
                         delay,
@@ -240,10 +279,30 @@ impl World {
                         mahimahi_opportunity: Bytes::new(1500),
                     };
                     let n = &spec.name;
-                    let s_up = add_link(&mut links, &mut link_names, format!("{n}-access-src"), access.clone());
-                    let d_down = add_link(&mut links, &mut link_names, format!("{n}-access-dst"), access.clone());
-                    let d_up = add_link(&mut links, &mut link_names, format!("{n}-access-dst-reverse"), access.clone());
-                    let s_down = add_link(&mut links, &mut link_names, format!("{n}-access-src-reverse"), access);
+                    let s_up = add_link(
+                        &mut links,
+                        &mut link_names,
+                        format!("{n}-access-src"),
+                        access.clone(),
+                    );
+                    let d_down = add_link(
+                        &mut links,
+                        &mut link_names,
+                        format!("{n}-access-dst"),
+                        access.clone(),
+                    );
+                    let d_up = add_link(
+                        &mut links,
+                        &mut link_names,
+                        format!("{n}-access-dst-reverse"),
+                        access.clone(),
+                    );
+                    let s_down = add_link(
+                        &mut links,
+                        &mut link_names,
+                        format!("{n}-access-src-reverse"),
+                        access,
+                    );
                     let a = paths.len() as u32;
                     paths.extend([s_up, main, d_down]);
                     let b = paths.len() as u32;
@@ -253,11 +312,19 @@ impl World {
             };
             let setup = Self::flow_setup(sc, i, spec)?;
             let start = Instant::ZERO + spec.start;
-            let stop = spec.stop.as_ref().map(|s| Instant::ZERO + *s.get_ref()).unwrap_or(Instant::ZERO + sc.duration);
+            let stop = spec
+                .stop
+                .as_ref()
+                .map(|s| Instant::ZERO + *s.get_ref())
+                .unwrap_or(Instant::ZERO + sc.duration);
             flows.push(Flow {
                 name: spec.name.clone(),
                 kind: *spec.kind.get_ref(),
-                cc: spec.cc.as_ref().map(|c| c.get_ref().clone()).unwrap_or_default(),
+                cc: spec
+                    .cc
+                    .as_ref()
+                    .map(|c| c.get_ref().clone())
+                    .unwrap_or_default(),
                 start,
                 stop,
                 fwd,
@@ -314,19 +381,32 @@ impl World {
                 world.queue.push(stop, Event::FlowStop { flow: i as u32 });
             }
         }
-        world.queue.push(Instant::ZERO + world.sample_interval, Event::Sample);
+        world
+            .queue
+            .push(Instant::ZERO + world.sample_interval, Event::Sample);
         world.write_timeseries_header();
         world.write_frames_header();
         Ok(world)
     }
 
-    fn link_config(sc: &Scenario, i: usize, l: &LinkSpec, span: std::ops::Range<usize>) -> Result<LinkConfig, ScenarioError> {
+    fn link_config(
+        sc: &Scenario,
+        i: usize,
+        l: &LinkSpec,
+        span: std::ops::Range<usize>,
+    ) -> Result<LinkConfig, ScenarioError> {
         let key = |k: &str| format!("link[{i}].{k}");
         let mut trace_loss = None;
         let rate = if let Some(r) = &l.rate {
             RateModel::Constant(*r.get_ref())
         } else if let Some(t) = &l.trace {
-            let path = sc.resolve_path(t.get_ref()).map_err(|_| sc.error(Some(t.span()), &key("trace"), format!("trace file \"{}\" not found", t.get_ref())))?;
+            let path = sc.resolve_path(t.get_ref()).map_err(|_| {
+                sc.error(
+                    Some(t.span()),
+                    &key("trace"),
+                    format!("trace file \"{}\" not found", t.get_ref()),
+                )
+            })?;
             // Validation guarantees a format with every trace.
             let format = match l.trace_format.as_ref().map(|f| *f.get_ref()) {
                 Some(TraceFormatSpec::Mahimahi) | None => link::TraceFormat::Mahimahi,
@@ -335,18 +415,26 @@ impl World {
             };
             if format == link::TraceFormat::OpenNetLab {
                 // OpenNetLab traces may carry per-segment loss: used unless the scenario sets `loss`.
-                let tr = link::load_opennetlab(&path).map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?;
+                let tr = link::load_opennetlab(&path)
+                    .map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?;
                 trace_loss = tr.loss.map(LossConfig::Schedule);
                 RateModel::Schedule(tr.rate)
             } else {
-                link::load_trace(&path, format).map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?
+                link::load_trace(&path, format)
+                    .map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?
             }
         } else if let Some(s) = &l.schedule {
-            let steps: Vec<(Duration, Bitrate)> = s.get_ref().iter().map(|st| (st.at, st.rate)).collect();
-            let sched = link::RateSchedule::piecewise(steps).map_err(|e| sc.error(Some(s.span()), &key("schedule"), e.to_string()))?;
+            let steps: Vec<(Duration, Bitrate)> =
+                s.get_ref().iter().map(|st| (st.at, st.rate)).collect();
+            let sched = link::RateSchedule::piecewise(steps)
+                .map_err(|e| sc.error(Some(s.span()), &key("schedule"), e.to_string()))?;
             RateModel::Schedule(std::sync::Arc::new(sched))
         } else {
-            return Err(sc.error(Some(span), &key("rate"), "give exactly one of `rate`, `trace` or `schedule`"));
+            return Err(sc.error(
+                Some(span),
+                &key("rate"),
+                "give exactly one of `rate`, `trace` or `schedule`",
+            ));
         };
         let loss = match &l.loss {
             None => trace_loss.unwrap_or(LossConfig::None),
@@ -355,7 +443,9 @@ impl World {
                 let z = rtcc_core::Probability::ZERO;
                 match s.model {
                     LossModelKind::None => LossConfig::None,
-                    LossModelKind::Bernoulli => LossConfig::Bernoulli { p: s.p.unwrap_or(z) },
+                    LossModelKind::Bernoulli => LossConfig::Bernoulli {
+                        p: s.p.unwrap_or(z),
+                    },
                     LossModelKind::GilbertElliott => LossConfig::GilbertElliott {
                         step: s.step.unwrap_or(Duration::from_millis(1)),
                         p_gb: s.p_gb.unwrap_or(z),
@@ -374,7 +464,8 @@ impl World {
             loss,
             mahimahi_opportunity: l.mahimahi_opportunity,
         };
-        cfg.validate().map_err(|e| sc.error(Some(span), &format!("link[{i}]"), e.to_string()))?;
+        cfg.validate()
+            .map_err(|e| sc.error(Some(span), &format!("link[{i}]"), e.to_string()))?;
         Ok(cfg)
     }
 
@@ -382,25 +473,38 @@ impl World {
         let key = |k: &str| format!("flow[{i}].{k}");
         Ok(match *f.kind.get_ref() {
             FlowKind::Media => {
-                let enc_spec = f.encoder.as_ref().map(|e| e.get_ref().clone()).unwrap_or_default();
+                let enc_spec = f
+                    .encoder
+                    .as_ref()
+                    .map(|e| e.get_ref().clone())
+                    .unwrap_or_default();
                 let enc_span = f.encoder.as_ref().map(|e| e.span());
-                let encoder = encoder_config(&enc_spec).map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
-                encoder.validate().map_err(|e| sc.error(enc_span, &key("encoder"), e.to_string()))?;
+                let encoder = encoder_config(&enc_spec)
+                    .map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
+                encoder
+                    .validate()
+                    .map_err(|e| sc.error(enc_span, &key("encoder"), e.to_string()))?;
                 let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
                 let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
-                    .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
+                    .map_err(|m| {
+                        sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m)
+                    })?;
                 let mut packetizer = Packetizer::default();
                 if let Some(m) = &f.mtu {
                     packetizer.mtu = *m.get_ref();
                 }
-                FlowSetup::Media {
+                FlowSetup::Media(Box::new(MediaSetup {
                     sender: SenderConfig { cc, packetizer },
                     encoder,
                     receiver: ReceiverConfig {
-                        feedback_interval: f.feedback_interval.as_ref().map(|d| *d.get_ref()).unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
+                        feedback_interval: f
+                            .feedback_interval
+                            .as_ref()
+                            .map(|d| *d.get_ref())
+                            .unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
                         player: PlayerConfig::default(),
                     },
-                }
+                }))
             }
             FlowKind::Tcp => {
                 let mut c = TcpConfig::default();
@@ -427,8 +531,16 @@ impl World {
                 FlowSetup::Tcp(c)
             }
             FlowKind::UdpCbr => FlowSetup::Cbr {
-                rate: f.rate.as_ref().map(|r| *r.get_ref()).unwrap_or(Bitrate::mbps(1)),
-                payload: f.packet_size.as_ref().map(|p| *p.get_ref()).unwrap_or(Bytes::new(1200)),
+                rate: f
+                    .rate
+                    .as_ref()
+                    .map(|r| *r.get_ref())
+                    .unwrap_or(Bitrate::mbps(1)),
+                payload: f
+                    .packet_size
+                    .as_ref()
+                    .map(|p| *p.get_ref())
+                    .unwrap_or(Bytes::new(1200)),
             },
         })
     }
@@ -501,7 +613,14 @@ impl World {
                         hop = next;
                         continue;
                     }
-                    self.queue.push_stream(link as u32, at, Event::Hop { pkt: idx, hop: next });
+                    self.queue.push_stream(
+                        link as u32,
+                        at,
+                        Event::Hop {
+                            pkt: idx,
+                            hop: next,
+                        },
+                    );
                     return;
                 }
                 LinkOutcome::DroppedQueue | LinkOutcome::DroppedLoss => {
@@ -583,7 +702,13 @@ impl World {
 
     fn send_ack(&mut self, fi: usize, a: Ack) {
         let now = self.now;
-        self.inject(SimPacket { flow: fi as u32, dir: Dir::Rev, size: a.wire_size, sent: now, body: Body::Ack(a) });
+        self.inject(SimPacket {
+            flow: fi as u32,
+            dir: Dir::Rev,
+            size: a.wire_size,
+            sent: now,
+            body: Body::Ack(a),
+        });
     }
 
     // ------------------------------------------------------------------
@@ -594,13 +719,21 @@ impl World {
         let f = &mut self.flows[fi];
         let Some(setup) = f.setup.take() else { return };
         match setup {
-            FlowSetup::Media { sender, encoder, receiver } => {
+            FlowSetup::Media(m) => {
+                let MediaSetup {
+                    sender,
+                    encoder,
+                    receiver,
+                } = *m;
                 let rng = rng::stream(f.rng_seed, f.rng_id);
                 // Validated when the world was built, so the encoder cannot refuse its config.
                 let enc = match ParametricEncoder::new(now, encoder, rng) {
                     Ok(e) => e,
                     Err(e) => {
-                        self.io_error = Some(std::io::Error::other(format!("encoder of flow {}: {e}", f.name)));
+                        self.io_error = Some(std::io::Error::other(format!(
+                            "encoder of flow {}: {e}",
+                            f.name
+                        )));
                         return;
                     }
                 };
@@ -617,7 +750,12 @@ impl World {
                 // The rate is the application (payload) rate, as ns-3's OnOffApplication
                 // `DataRate`: packets of `payload` bytes every payload / rate.
                 let interval = payload / rate;
-                f.sender = SenderEp::Cbr { interval, next_k: 0, start: now, payload };
+                f.sender = SenderEp::Cbr {
+                    interval,
+                    next_k: 0,
+                    start: now,
+                    payload,
+                };
                 f.receiver = ReceiverEp::Cbr;
                 self.service_cbr(fi);
             }
@@ -630,18 +768,25 @@ impl World {
             return;
         }
         loop {
-            let SenderEp::Media(s) = &mut self.flows[fi].sender else { return };
+            let SenderEp::Media(s) = &mut self.flows[fi].sender else {
+                return;
+            };
             let Some(t) = s.poll_transmit(now) else { break };
             let p = SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
                 size: t.packet.wire_size,
                 sent: now,
-                body: Body::Media { seq: t.seq, meta: t.packet },
+                body: Body::Media {
+                    seq: t.seq,
+                    meta: t.packet,
+                },
             };
             self.inject(p);
         }
-        let SenderEp::Media(s) = &mut self.flows[fi].sender else { return };
+        let SenderEp::Media(s) = &mut self.flows[fi].sender else {
+            return;
+        };
         let t = s.poll_timeout(now);
         self.arm_sender(fi, t);
     }
@@ -649,17 +794,11 @@ impl World {
     fn service_media_receiver(&mut self, fi: usize) {
         let now = self.now;
         let mut fb = std::mem::take(&mut self.fb_scratch);
-        let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { return };
+        let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else {
+            return;
+        };
         let have = r.poll_feedback(now, &mut fb);
-        // Drain finished frames.
-        loop {
-            let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { break };
-            let Some(rec) = r.poll_frame() else { break };
-            if let Some(d) = rec.delay() {
-                self.flows[fi].frame_delay.record(d);
-            }
-            self.write_frame(fi, &rec);
-        }
+        self.drain_frames(fi);
         if have {
             let size = fb.wire_size();
             let slot = match self.fb_free.pop() {
@@ -672,10 +811,29 @@ impl World {
                     (self.fb_pool.len() - 1) as u32
                 }
             };
-            self.inject(SimPacket { flow: fi as u32, dir: Dir::Rev, size, sent: now, body: Body::Feedback { slot } });
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Rev,
+                size,
+                sent: now,
+                body: Body::Feedback { slot },
+            });
         }
         self.fb_scratch = fb;
         self.reschedule_receiver(fi);
+    }
+
+    /// Record and write the frames the player has finished.
+    fn drain_frames(&mut self, fi: usize) {
+        while let Some(rec) = match &mut self.flows[fi].receiver {
+            ReceiverEp::Media(r) => r.poll_frame(),
+            _ => None,
+        } {
+            if let Some(d) = rec.delay() {
+                self.flows[fi].frame_delay.record(d);
+            }
+            self.write_frame(fi, &rec);
+        }
     }
 
     fn service_tcp_sender(&mut self, fi: usize) {
@@ -684,11 +842,23 @@ impl World {
             return;
         }
         loop {
-            let SenderEp::Tcp(s) = &mut self.flows[fi].sender else { return };
-            let Some(seg) = s.poll_transmit(now) else { break };
-            self.inject(SimPacket { flow: fi as u32, dir: Dir::Fwd, size: seg.wire_size, sent: now, body: Body::Seg(seg) });
+            let SenderEp::Tcp(s) = &mut self.flows[fi].sender else {
+                return;
+            };
+            let Some(seg) = s.poll_transmit(now) else {
+                break;
+            };
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Fwd,
+                size: seg.wire_size,
+                sent: now,
+                body: Body::Seg(seg),
+            });
         }
-        let SenderEp::Tcp(s) = &self.flows[fi].sender else { return };
+        let SenderEp::Tcp(s) = &self.flows[fi].sender else {
+            return;
+        };
         let t = s.poll_timeout();
         self.arm_sender(fi, t);
     }
@@ -698,18 +868,34 @@ impl World {
         if self.flows[fi].stopped {
             return;
         }
-        let SenderEp::Cbr { interval, next_k, start, payload } = &mut self.flows[fi].sender else { return };
+        let SenderEp::Cbr {
+            interval,
+            next_k,
+            start,
+            payload,
+        } = &mut self.flows[fi].sender
+        else {
+            return;
+        };
         let (interval, start, payload) = (*interval, *start, *payload);
         let mut k = *next_k;
         while start + interval * k <= now {
             k += 1;
             let size = payload + UDP_IP_HEADER;
-            self.inject(SimPacket { flow: fi as u32, dir: Dir::Fwd, size, sent: now, body: Body::Cbr });
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Fwd,
+                size,
+                sent: now,
+                body: Body::Cbr,
+            });
         }
         if let SenderEp::Cbr { next_k, .. } = &mut self.flows[fi].sender {
             *next_k = k;
         }
-        let SenderEp::Cbr { next_k, .. } = &self.flows[fi].sender else { return };
+        let SenderEp::Cbr { next_k, .. } = &self.flows[fi].sender else {
+            return;
+        };
         let next = start + interval * *next_k;
         self.arm_sender(fi, Some(next));
     }
@@ -776,7 +962,11 @@ impl World {
                 self.service_media_receiver(fi);
             }
             ReceiverEp::Tcp(r) => {
-                let ack = if r.poll_timeout().is_some_and(|t| t <= now) { r.on_timeout(now) } else { None };
+                let ack = if r.poll_timeout().is_some_and(|t| t <= now) {
+                    r.on_timeout(now)
+                } else {
+                    None
+                };
                 if let Some(a) = ack {
                     self.send_ack(fi, a);
                 }
@@ -790,15 +980,22 @@ impl World {
     // Run loop
 
     /// Run until `until` (or the end), calling `progress` on Progress events.
-    pub(crate) fn run(&mut self, progress_interval: Duration, progress: &mut dyn FnMut(Instant) -> bool) -> Result<(), std::io::Error> {
+    pub(crate) fn run(
+        &mut self,
+        progress_interval: Duration,
+        progress: &mut dyn FnMut(Instant) -> bool,
+    ) -> Result<(), std::io::Error> {
         if !progress_interval.is_zero() {
-            self.queue.push(Instant::ZERO + progress_interval, Event::Progress);
+            self.queue
+                .push(Instant::ZERO + progress_interval, Event::Progress);
         }
         while let Some(t) = self.queue.peek_time() {
             if t > self.end {
                 break;
             }
-            let Some((t, ev)) = self.queue.pop() else { break };
+            let Some((t, ev)) = self.queue.pop() else {
+                break;
+            };
             self.now = t;
             match ev {
                 Event::Hop { pkt, hop } => self.hop(pkt, hop),
@@ -817,7 +1014,8 @@ impl World {
                     if !progress(self.now) {
                         return Err(std::io::Error::other("interrupted"));
                     }
-                    self.queue.push(self.now + progress_interval, Event::Progress);
+                    self.queue
+                        .push(self.now + progress_interval, Event::Progress);
                 }
             }
             if let Some(e) = self.io_error.take() {
@@ -829,7 +1027,10 @@ impl World {
         if let Some(e) = self.io_error.take() {
             return Err(e);
         }
-        for s in [&mut self.sinks.timeseries, &mut self.sinks.frames].into_iter().flatten() {
+        for s in [&mut self.sinks.timeseries, &mut self.sinks.frames]
+            .into_iter()
+            .flatten()
+        {
             s.flush()?;
         }
         Ok(())
@@ -838,18 +1039,15 @@ impl World {
     fn finish(&mut self) {
         let now = self.now;
         for fi in 0..self.flows.len() {
-            let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { continue };
+            let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else {
+                continue;
+            };
             r.finish(now);
-            loop {
-                let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { break };
-                let Some(rec) = r.poll_frame() else { break };
-                if let Some(d) = rec.delay() {
-                    self.flows[fi].frame_delay.record(d);
-                }
-                self.write_frame(fi, &rec);
-            }
+            self.drain_frames(fi);
             let f = &mut self.flows[fi];
-            let ReceiverEp::Media(r) = &f.receiver else { continue };
+            let ReceiverEp::Media(r) = &f.receiver else {
+                continue;
+            };
             let stats = r.player().stats();
             let active = f.stop.min(self.end) - f.start;
             f.media = Some(MediaOutcome {
@@ -883,8 +1081,13 @@ impl World {
     }
 
     fn write_frame(&mut self, fi: usize, rec: &FrameRecord) {
-        let Some(w) = &mut self.sinks.frames else { return };
-        let opt = |t: Option<Instant>| t.map(|t| format!("{:.3}", t.as_millis_f64())).unwrap_or_default();
+        let Some(w) = &mut self.sinks.frames else {
+            return;
+        };
+        let opt = |t: Option<Instant>| {
+            t.map(|t| format!("{:.3}", t.as_millis_f64()))
+                .unwrap_or_default()
+        };
         let r = writeln!(
             w,
             "{},{},{},{},{:.3},{},{},{},{}",
@@ -895,7 +1098,9 @@ impl World {
             rec.capture_time.as_millis_f64(),
             opt(rec.complete),
             opt(rec.displayed),
-            rec.delay().map(|d| format!("{:.3}", d.as_millis_f64())).unwrap_or_default(),
+            rec.delay()
+                .map(|d| format!("{:.3}", d.as_millis_f64()))
+                .unwrap_or_default(),
             u8::from(rec.dropped),
         );
         if let Err(e) = r {
@@ -916,20 +1121,31 @@ impl World {
             let bneck = f.bottleneck;
             let capacity = self.links[bneck].mean_capacity(from, now);
             let backlog = self.links[bneck].backlog(now);
-            let queue_delay = if self.links[bneck].capacity_at(now).is_zero() { Duration::ZERO } else { backlog / self.links[bneck].capacity_at(now) };
+            let queue_delay = if self.links[bneck].capacity_at(now).is_zero() {
+                Duration::ZERO
+            } else {
+                backlog / self.links[bneck].capacity_at(now)
+            };
             let f = &mut self.flows[fi];
             let rate = |b: u64| Bytes::new(b) / interval;
             let send = rate(f.counters.bytes_sent - f.prev.bytes_sent);
             let goodput = rate(f.counters.goodput_bytes - f.prev.goodput_bytes);
             f.prev = f.counters.clone();
-            let (target, est, cwnd, srtt): (Option<Bitrate>, Option<Bitrate>, Option<Bytes>, Option<Duration>) = match &f.sender {
+            let (target, est, cwnd, srtt): (
+                Option<Bitrate>,
+                Option<Bitrate>,
+                Option<Bytes>,
+                Option<Duration>,
+            ) = match &f.sender {
                 SenderEp::Media(s) => {
                     let cc = s.controller();
-                    if std::env::var_os("RTCC_DEBUG").is_some() {
-                        if let rtcc_core::Controller::Gcc(g) = cc { eprintln!("{:.1} {}", now.as_secs_f64(), g.internals()); }
-                    }
                     let e = cc.estimate();
-                    (Some(cc.target_bitrate()), e.bandwidth, cc.send_budget().cwnd, e.rtt)
+                    (
+                        Some(cc.target_bitrate()),
+                        e.bandwidth,
+                        cc.send_budget().cwnd,
+                        e.rtt,
+                    )
                 }
                 SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt()),
                 SenderEp::Cbr { .. } => (None, None, None, None),
@@ -943,8 +1159,13 @@ impl World {
                     f.accuracy_n += 1;
                 }
             }
-            let Some(w) = &mut self.sinks.timeseries else { continue };
-            let kb = |r: Option<Bitrate>| r.map(|r| format!("{:.3}", r.as_kbps_f64())).unwrap_or_default();
+            let Some(w) = &mut self.sinks.timeseries else {
+                continue;
+            };
+            let kb = |r: Option<Bitrate>| {
+                r.map(|r| format!("{:.3}", r.as_kbps_f64()))
+                    .unwrap_or_default()
+            };
             let r = writeln!(
                 w,
                 "{:.3},{},{:.3},{:.3},{},{},{},{},{},{:.3}",
@@ -955,7 +1176,8 @@ impl World {
                 kb(target),
                 kb(est),
                 cwnd.map(|c| c.get().to_string()).unwrap_or_default(),
-                srtt.map(|d| format!("{:.3}", d.as_millis_f64())).unwrap_or_default(),
+                srtt.map(|d| format!("{:.3}", d.as_millis_f64()))
+                    .unwrap_or_default(),
                 backlog.get(),
                 queue_delay.as_millis_f64(),
             );
@@ -976,9 +1198,15 @@ fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
     let etr = match &s.etr {
         None => EtrModel::Constant(1.0),
         Some(e) => {
-            let given = e.constant.is_some() as u8 + e.profile.is_some() as u8 + e.schedule.is_some() as u8 + e.distribution.is_some() as u8;
+            let given = e.constant.is_some() as u8
+                + e.profile.is_some() as u8
+                + e.schedule.is_some() as u8
+                + e.distribution.is_some() as u8;
             if given != 1 {
-                return Err("`etr` needs exactly one of `constant`, `profile`, `schedule`, `distribution`".into());
+                return Err(
+                    "`etr` needs exactly one of `constant`, `profile`, `schedule`, `distribution`"
+                        .into(),
+                );
             }
             if let Some(c) = e.constant {
                 EtrModel::Constant(c)
@@ -988,7 +1216,9 @@ fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
                 EtrModel::Schedule(sch.clone())
             } else {
                 let name = e.distribution.as_deref().unwrap_or_default();
-                let need = |v: Option<f64>, k: &str| v.ok_or_else(|| format!("etr distribution \"{name}\" needs `{k}`"));
+                let need = |v: Option<f64>, k: &str| {
+                    v.ok_or_else(|| format!("etr distribution \"{name}\" needs `{k}`"))
+                };
                 let dist = match name {
                     "uniform" => EtrDistribution::Uniform { lo: need(e.lo, "lo")?, hi: need(e.hi, "hi")? },
                     "normal" => EtrDistribution::Normal { mean: need(e.mean, "mean")?, std: need(e.std, "std")? },
@@ -996,7 +1226,10 @@ fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
                     "empirical" => EtrDistribution::Empirical(e.values.clone().ok_or("etr distribution \"empirical\" needs `values`")?),
                     other => return Err(format!("unknown etr distribution \"{other}\" (one of: uniform, normal, beta, empirical)")),
                 };
-                EtrModel::Distribution { dist, every: e.every.unwrap_or(Duration::from_secs(12)) }
+                EtrModel::Distribution {
+                    dist,
+                    every: e.every.unwrap_or(Duration::from_secs(12)),
+                }
             }
         }
     };
@@ -1013,18 +1246,30 @@ fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
     })
 }
 
-fn cc_config(name: &str, table: Option<&toml::Table>, enc: &ParametricEncoderConfig) -> Result<CcConfig, String> {
+fn cc_config(
+    name: &str,
+    table: Option<&toml::Table>,
+    enc: &ParametricEncoderConfig,
+) -> Result<CcConfig, String> {
     let get_rate = |t: &toml::Table, k: &str| -> Result<Option<Bitrate>, String> {
         match t.get(k) {
             None => Ok(None),
-            Some(toml::Value::String(s)) => s.parse::<Bitrate>().map(Some).map_err(|e| format!("`{k}`: {e}")),
-            Some(v) => Err(format!("`{k}`: expected a bitrate string such as \"1Mbps\", got {v}")),
+            Some(toml::Value::String(s)) => s
+                .parse::<Bitrate>()
+                .map(Some)
+                .map_err(|e| format!("`{k}`: {e}")),
+            Some(v) => Err(format!(
+                "`{k}`: expected a bitrate string such as \"1Mbps\", got {v}"
+            )),
         }
     };
     let check_keys = |t: &toml::Table, allowed: &[&str]| -> Result<(), String> {
         for k in t.keys() {
             if !allowed.contains(&k.as_str()) {
-                return Err(format!("unknown key `{k}` for cc \"{name}\" (allowed: {})", allowed.join(", ")));
+                return Err(format!(
+                    "unknown key `{k}` for cc \"{name}\" (allowed: {})",
+                    allowed.join(", ")
+                ));
             }
         }
         Ok(())
@@ -1034,7 +1279,12 @@ fn cc_config(name: &str, table: Option<&toml::Table>, enc: &ParametricEncoderCon
     match name {
         "gcc" => {
             check_keys(t, &["start_bitrate", "min_bitrate", "max_bitrate"])?;
-            let mut c = GccConfig { start_bitrate: enc.start_bitrate, max_bitrate: enc.max_bitrate, min_bitrate: enc.min_bitrate, ..GccConfig::default() };
+            let mut c = GccConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..GccConfig::default()
+            };
             if let Some(r) = get_rate(t, "start_bitrate")? {
                 c.start_bitrate = r;
             }
@@ -1048,12 +1298,19 @@ fn cc_config(name: &str, table: Option<&toml::Table>, enc: &ParametricEncoderCon
         }
         "fixed" => {
             check_keys(t, &["bitrate", "pacing_factor"])?;
-            let mut c = FixedConfig { bitrate: enc.start_bitrate, ..FixedConfig::default() };
+            let mut c = FixedConfig {
+                bitrate: enc.start_bitrate,
+                ..FixedConfig::default()
+            };
             if let Some(r) = get_rate(t, "bitrate")? {
                 c.bitrate = r;
             }
             if let Some(v) = t.get("pacing_factor") {
-                c.pacing_factor = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).filter(|x| *x >= 1.0).ok_or_else(|| format!("`pacing_factor`: expected a number ≥ 1, got {v}"))?;
+                c.pacing_factor = v
+                    .as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .filter(|x| *x >= 1.0)
+                    .ok_or_else(|| format!("`pacing_factor`: expected a number ≥ 1, got {v}"))?;
             }
             Ok(CcConfig::Fixed(c))
         }

@@ -15,8 +15,14 @@ fn load(rel: &str) -> Scenario {
 }
 
 fn run_to(sc: &Scenario, seed: u64, dir: &Path) -> serde_json::Value {
-    let opts = RunOptions { seed: Some(seed), out_dir: Some(dir.to_path_buf()), ..Default::default() };
-    run(sc, &opts, &mut |_| {}).unwrap_or_else(|e| panic!("{e}")).summary
+    let opts = RunOptions {
+        seed: Some(seed),
+        out_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    run(sc, &opts, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .summary
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -30,7 +36,10 @@ fn column(dir: &Path, flow: &str, col: &str) -> Vec<(f64, f64)> {
     let text = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let ci = header.iter().position(|h| *h == col).unwrap_or_else(|| panic!("no column {col}"));
+    let ci = header
+        .iter()
+        .position(|h| *h == col)
+        .unwrap_or_else(|| panic!("no column {col}"));
     lines
         .map(|l| l.split(',').collect::<Vec<_>>())
         .filter(|r| r[1] == flow && !r[ci].is_empty())
@@ -56,7 +65,11 @@ fn same_scenario_and_seed_give_byte_identical_files() {
         if rel.ends_with("demo.toml") {
             let c = tmp("det-c");
             run_to(&sc, 8, &c);
-            assert_ne!(std::fs::read(a.join("frames.csv")).unwrap(), std::fs::read(c.join("frames.csv")).unwrap(), "seed 8 gave the same frames as seed 7");
+            assert_ne!(
+                std::fs::read(a.join("frames.csv")).unwrap(),
+                std::fs::read(c.join("frames.csv")).unwrap(),
+                "seed 8 gave the same frames as seed 7"
+            );
             let _ = std::fs::remove_dir_all(&c);
         }
         let _ = std::fs::remove_dir_all(&a);
@@ -73,17 +86,27 @@ fn gcc_converges_on_a_constant_1mbps_link() {
     let summary = run_to(&sc, 1, &dir);
     let target = column(&dir, "gcc", "target_kbps");
     let window = |from: f64, to: f64| -> f64 {
-        let v: Vec<f64> = target.iter().filter(|(t, _)| *t > from && *t <= to).map(|x| x.1).collect();
+        let v: Vec<f64> = target
+            .iter()
+            .filter(|(t, _)| *t > from && *t <= to)
+            .map(|x| x.1)
+            .collect();
         v.iter().sum::<f64>() / v.len() as f64
     };
     // Step 2: "converges within 20 s": from t = 20 s on, the target averaged over
     // each 10 s window (GCC's AIMD sawtooth spans ~8 s) is within 15 % of 1 Mbps.
     for from in [20.0, 30.0, 40.0, 50.0] {
         let mean = window(from, from + 10.0);
-        assert!((mean - 1000.0).abs() <= 150.0, "step 2: mean target over {from}-{}s is {mean:.0} kbps, not within 15 % of 1000", from + 10.0);
+        assert!(
+            (mean - 1000.0).abs() <= 150.0,
+            "step 2: mean target over {from}-{}s is {mean:.0} kbps, not within 15 % of 1000",
+            from + 10.0
+        );
     }
     // Step 3: the queue stays short: mean queueing delay at the bottleneck < 50 ms.
-    let q = summary["links"][0]["queue_delay_ms"]["mean"].as_f64().unwrap();
+    let q = summary["links"][0]["queue_delay_ms"]["mean"]
+        .as_f64()
+        .unwrap();
     assert!(q < 50.0, "step 3: mean queueing delay {q} ms ≥ 50 ms");
     // Step 4: no loss and no stalls on a link GCC does not overrun.
     let f = &summary["flows"][0];
@@ -107,7 +130,10 @@ fn reference_dumbbell_shares_the_bottleneck() {
     assert!(udp + tcp > 2850.0, "link underused: {}", udp + tcp);
     // The drop-tail queue (112.5 KB = 300 ms at 3 Mbps) runs mostly full.
     let q = &s["links"][0]["queue_delay_ms"];
-    assert!(q["p95"].as_f64().unwrap() > 250.0 && q["p95"].as_f64().unwrap() <= 300.0, "{q}");
+    assert!(
+        q["p95"].as_f64().unwrap() > 250.0 && q["p95"].as_f64().unwrap() <= 300.0,
+        "{q}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -115,10 +141,29 @@ fn reference_dumbbell_shares_the_bottleneck() {
 fn bad_scenarios_name_file_line_key_and_value() {
     let good = std::fs::read_to_string(repo().join("scenarios/tests/gcc-1mbps.toml")).unwrap();
     let cases = [
-        (good.replace("delay = \"20ms\"", "delai = \"20ms\""), "key `link[0].delai`", "unknown field"),
-        (good.replace("rate = \"1Mbps\"", "rate = \"3Mbs\""), "key `link[0].rate`", "3Mbs"),
-        (good.replace("delay = \"20ms\"", "delay = \"-20ms\""), "key `link[0].delay`", "-20ms"),
-        (good.replace("rate = \"1Mbps\"", "trace = \"traces/nope.log\"\ntrace_format = \"throughput\""), "key `link[0].trace`", "traces/nope.log"),
+        (
+            good.replace("delay = \"20ms\"", "delai = \"20ms\""),
+            "key `link[0].delai`",
+            "unknown field",
+        ),
+        (
+            good.replace("rate = \"1Mbps\"", "rate = \"3Mbs\""),
+            "key `link[0].rate`",
+            "3Mbs",
+        ),
+        (
+            good.replace("delay = \"20ms\"", "delay = \"-20ms\""),
+            "key `link[0].delay`",
+            "-20ms",
+        ),
+        (
+            good.replace(
+                "rate = \"1Mbps\"",
+                "trace = \"traces/nope.log\"\ntrace_format = \"throughput\"",
+            ),
+            "key `link[0].trace`",
+            "traces/nope.log",
+        ),
     ];
     for (text, key, value) in cases {
         let path = tmp("bad.toml");
@@ -126,7 +171,15 @@ fn bad_scenarios_name_file_line_key_and_value() {
         let e = Scenario::from_file(&path).unwrap_err().to_string();
         let prefix = format!("{}:", path.display());
         assert!(e.starts_with(&prefix), "{e}");
-        assert!(e[prefix.len()..].split(':').next().unwrap().parse::<usize>().is_ok(), "no line number: {e}");
+        assert!(
+            e[prefix.len()..]
+                .split(':')
+                .next()
+                .unwrap()
+                .parse::<usize>()
+                .is_ok(),
+            "no line number: {e}"
+        );
         assert!(e.contains(key) && e.contains(value), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
         let _ = std::fs::remove_file(&path);

@@ -20,7 +20,10 @@ pub struct FixedConfig {
 
 impl Default for FixedConfig {
     fn default() -> Self {
-        FixedConfig { bitrate: Bitrate::mbps(1), pacing_factor: 2.5 }
+        FixedConfig {
+            bitrate: Bitrate::mbps(1),
+            pacing_factor: 2.5,
+        }
     }
 }
 
@@ -50,7 +53,11 @@ impl CongestionController for Fixed {
         SendBudget::paced(self.config.bitrate.mul_f64(self.config.pacing_factor))
     }
     fn estimate(&self) -> Estimate {
-        Estimate { bandwidth: Some(self.config.bitrate), state: "fixed", ..Default::default() }
+        Estimate {
+            bandwidth: Some(self.config.bitrate),
+            state: "fixed",
+            ..Default::default()
+        }
     }
 }
 
@@ -61,8 +68,14 @@ mod tests {
 
     #[test]
     fn ignores_feedback() {
-        let mut f = Fixed::new(FixedConfig { bitrate: Bitrate::kbps(700), pacing_factor: 2.5 });
-        let lossy = FeedbackReport { report_time: Instant::ZERO, packets: vec![] };
+        let mut f = Fixed::new(FixedConfig {
+            bitrate: Bitrate::kbps(700),
+            pacing_factor: 2.5,
+        });
+        let lossy = FeedbackReport {
+            report_time: Instant::ZERO,
+            packets: vec![],
+        };
         f.on_feedback(Instant::from_secs(1), &lossy);
         assert_eq!(f.target_bitrate(), Bitrate::kbps(700));
         assert_eq!(f.send_budget().pacing_rate, Bitrate::kbps(1750));

@@ -36,13 +36,23 @@ impl SendBudget {
     /// (`IntervalBudget` constructed with `can_build_up_underuse = false` in
     /// modules/pacing/pacing_controller.cc), which GCC is tuned against.
     pub fn paced(rate: Bitrate) -> Self {
-        SendBudget { pacing_rate: rate, cwnd: None, max_burst: Bytes::ZERO, frame_burst: None }
+        SendBudget {
+            pacing_rate: rate,
+            cwnd: None,
+            max_burst: Bytes::ZERO,
+            frame_burst: None,
+        }
     }
 
     /// A rate-only budget that may accumulate up to `burst_time` at `rate` while
     /// idle and spend it back-to-back.
     pub fn paced_with_burst(rate: Bitrate, burst_time: Duration) -> Self {
-        SendBudget { pacing_rate: rate, cwnd: None, max_burst: rate * burst_time, frame_burst: None }
+        SendBudget {
+            pacing_rate: rate,
+            cwnd: None,
+            max_burst: rate * burst_time,
+            frame_burst: None,
+        }
     }
 }
 

@@ -16,9 +16,9 @@ use crate::units::Bytes;
 pub const DEFAULT_MTU: Bytes = Bytes::new(1200);
 
 /// Default per-packet header overhead on the wire: IPv4 20 + UDP 8 + RTP 12 +
-/// transport-wide sequence header extension 8 (4 B extension header + 1 B id/len
-/// + 2 B sequence, padded to 4) = 48 bytes (RFC 3550 §5.1, RFC 8285 §4.2,
-/// draft-holmer-rmcat-transport-wide-cc-extensions-01 §2).
+/// transport-wide sequence header extension 8 (a 4 B extension header, then a
+/// 1 B id/len and the 2 B sequence, padded to 4) = 48 bytes (RFC 3550 §5.1,
+/// RFC 8285 §4.2, draft-holmer-rmcat-transport-wide-cc-extensions-01 §2).
 pub const DEFAULT_HEADER_OVERHEAD: Bytes = Bytes::new(48);
 
 /// One media packet as it leaves the packetizer (no sequence number yet: the
@@ -54,7 +54,10 @@ pub struct Packetizer {
 
 impl Default for Packetizer {
     fn default() -> Self {
-        Packetizer { mtu: DEFAULT_MTU, header_overhead: DEFAULT_HEADER_OVERHEAD }
+        Packetizer {
+            mtu: DEFAULT_MTU,
+            header_overhead: DEFAULT_HEADER_OVERHEAD,
+        }
     }
 }
 
@@ -99,7 +102,13 @@ mod tests {
 
     fn cut(size: u64) -> Vec<MediaPacket> {
         let mut v = Vec::new();
-        Packetizer::default().packetize(7, FrameType::Delta, Instant::ZERO, Bytes::new(size), |p| v.push(p));
+        Packetizer::default().packetize(
+            7,
+            FrameType::Delta,
+            Instant::ZERO,
+            Bytes::new(size),
+            |p| v.push(p),
+        );
         v
     }
 

@@ -32,18 +32,36 @@ mod tests {
         let now = Instant::ZERO;
         let enc = ParametricEncoder::new(
             now,
-            ParametricEncoderConfig { start_bitrate: target, etr: EtrModel::Constant(1.0), ..Default::default() },
+            ParametricEncoderConfig {
+                start_bitrate: target,
+                etr: EtrModel::Constant(1.0),
+                ..Default::default()
+            },
             rng::stream(1, 1),
         )
         .unwrap();
-        let cc = CcConfig::Fixed(FixedConfig { bitrate: target, pacing_factor: 2.5 });
-        let mut sender = SenderSession::new(now, SenderConfig { cc, packetizer: Packetizer::default() }, enc);
+        let cc = CcConfig::Fixed(FixedConfig {
+            bitrate: target,
+            pacing_factor: 2.5,
+        });
+        let mut sender = SenderSession::new(
+            now,
+            SenderConfig {
+                cc,
+                packetizer: Packetizer::default(),
+            },
+            enc,
+        );
         let mut receiver = ReceiverSession::new(
             now,
-            ReceiverConfig { feedback_interval: Duration::from_millis(50), player: PlayerConfig::default() },
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+            },
         );
         // Arrivals at the receiver and feedback at the sender, as (time, item).
-        let mut to_rx: std::collections::VecDeque<(Instant, u64, Bytes, PacketMeta)> = Default::default();
+        let mut to_rx: std::collections::VecDeque<(Instant, u64, Bytes, PacketMeta)> =
+            Default::default();
         let mut to_tx: std::collections::VecDeque<(Instant, WireFeedback)> = Default::default();
         let mut link_free = Instant::ZERO;
         let mut fb_index = 0;
@@ -91,32 +109,64 @@ mod tests {
             }
             t += Duration::from_millis(1);
         }
-        Run { sender, receiver, frames_complete, max_delay }
+        Run {
+            sender,
+            receiver,
+            frames_complete,
+            max_delay,
+        }
     }
 
     #[test]
     fn media_flows_end_to_end() {
-        let r = run(Bitrate::mbps(2), Bitrate::kbps(800), Duration::from_millis(30), 10, &[]);
+        let r = run(
+            Bitrate::mbps(2),
+            Bitrate::kbps(800),
+            Duration::from_millis(30),
+            10,
+            &[],
+        );
         let st = r.sender.stats();
         // ~30 frames/s for 10 s, all complete, with small delay on an uncongested link.
         assert!(r.frames_complete >= 290, "{}", r.frames_complete);
-        assert!(r.max_delay < Duration::from_millis(200), "{:?}", r.max_delay);
+        assert!(
+            r.max_delay < Duration::from_millis(200),
+            "{:?}",
+            r.max_delay
+        );
         assert_eq!(st.packets_reported_lost, 0);
         // Everything but the last ~2 feedback intervals has been reported.
-        assert!(r.sender.bytes_in_flight() < Bytes::new(30_000), "{:?}", r.sender.bytes_in_flight());
+        assert!(
+            r.sender.bytes_in_flight() < Bytes::new(30_000),
+            "{:?}",
+            r.sender.bytes_in_flight()
+        );
         // Sent bitrate ≈ target (+ header overhead).
         let sent = Bytes::new(st.payload_sent) / Duration::from_secs(10);
         assert!((sent.as_kbps_f64() - 800.0).abs() < 80.0, "{sent}");
-        assert_eq!(r.receiver.stats().packets_received, st.packets_sent.min(r.receiver.stats().packets_received));
+        assert_eq!(
+            r.receiver.stats().packets_received,
+            st.packets_sent.min(r.receiver.stats().packets_received)
+        );
         assert_eq!(r.sender.controller().target_bitrate(), Bitrate::kbps(800));
     }
 
     #[test]
     fn lost_feedback_does_not_leave_packets_in_flight_forever() {
-        let r = run(Bitrate::mbps(2), Bitrate::kbps(800), Duration::from_millis(30), 5, &[3, 4, 5, 20]);
+        let r = run(
+            Bitrate::mbps(2),
+            Bitrate::kbps(800),
+            Duration::from_millis(30),
+            5,
+            &[3, 4, 5, 20],
+        );
         // Packets covered only by the lost reports left the in-flight count once
         // a later report arrived, without being reported to the controller as lost.
-        assert!(r.sender.bytes_in_flight() < Bytes::new(30_000), "{:?}", r.sender.bytes_in_flight());
+        assert!(
+            r.sender.bytes_in_flight() < Bytes::new(30_000),
+            "{:?}",
+            r.sender.bytes_in_flight()
+        );
         assert_eq!(r.sender.stats().packets_reported_lost, 0);
     }
 }

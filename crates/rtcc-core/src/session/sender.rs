@@ -12,8 +12,8 @@ use crate::feedback::WireFeedback;
 use crate::media::encoder::EncoderModel;
 use crate::media::frame::FrameInfo;
 use crate::media::packetizer::{MediaPacket, Packetizer};
-use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 use crate::pacer::Pacer;
+use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
@@ -146,15 +146,23 @@ impl<E: EncoderModel> SenderSession<E> {
         debug_assert!(now >= self.last_now, "time went backwards");
         self.last_now = now;
         while self.encoder.poll_timeout().is_some_and(|t| t <= now) {
-            let Some(frame) = self.encoder.produce(now) else { break };
+            let Some(frame) = self.encoder.produce(now) else {
+                break;
+            };
             self.stats.frames_encoded += 1;
             let n = self.packetizer.packet_count(frame.size);
             let queue = &mut self.queue;
             let mut added = Bytes::ZERO;
-            self.packetizer.packetize(frame.frame_id, frame.frame_type, frame.capture_time, frame.size, |p| {
-                added += p.wire_size;
-                queue.push_back(p);
-            });
+            self.packetizer.packetize(
+                frame.frame_id,
+                frame.frame_type,
+                frame.capture_time,
+                frame.size,
+                |p| {
+                    added += p.wire_size;
+                    queue.push_back(p);
+                },
+            );
             self.queued_bytes += added;
             self.pacer.on_frame_queued(now);
             let info = FrameInfo {
@@ -202,14 +210,22 @@ impl<E: EncoderModel> SenderSession<E> {
         if self.history.is_empty() {
             self.history_base = seq;
         }
-        self.history.push_back(HistoryEntry { sent, reported: false, received: false });
+        self.history.push_back(HistoryEntry {
+            sent,
+            reported: false,
+            received: false,
+        });
         self.pacer.on_sent(now, head.wire_size);
         self.cc.on_packet_sent(now, &sent);
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += head.wire_size.get();
         self.stats.payload_sent += head.payload.get();
-        Some(Transmit { seq, packet: head, send_time: now })
+        Some(Transmit {
+            seq,
+            packet: head,
+            send_time: now,
+        })
     }
 
     /// Feedback from the receiver arrived.
@@ -238,7 +254,10 @@ impl<E: EncoderModel> SenderSession<E> {
             }
         }
         for &(seq, arrival) in &fb.packets {
-            let Some(e) = seq.checked_sub(self.history_base).and_then(|i| self.history.get_mut(i as usize)) else {
+            let Some(e) = seq
+                .checked_sub(self.history_base)
+                .and_then(|i| self.history.get_mut(i as usize))
+            else {
                 self.stats.unknown_feedback_entries += 1;
                 continue;
             };
@@ -255,11 +274,14 @@ impl<E: EncoderModel> SenderSession<E> {
                 continue;
             }
             e.received |= arrival.is_some();
-            self.report.packets.push(PacketResult { sent: e.sent, arrival });
+            self.report.packets.push(PacketResult {
+                sent: e.sent,
+                arrival,
+            });
         }
         while let Some(front) = self.history.front() {
             let old = now.saturating_duration_since(front.sent.send_time) > HISTORY_WINDOW;
-            if front.reported && old || old && self.history.len() > 1 {
+            if old && (front.reported || self.history.len() > 1) {
                 if !front.reported {
                     self.in_flight -= front.sent.size;
                 }
@@ -285,7 +307,11 @@ impl<E: EncoderModel> SenderSession<E> {
         };
         consider(self.cc.poll_timeout());
         if !self.queue.is_empty() {
-            let window_open = self.cc.send_budget().cwnd.is_none_or(|c| self.in_flight < c);
+            let window_open = self
+                .cc
+                .send_budget()
+                .cwnd
+                .is_none_or(|c| self.in_flight < c);
             if window_open {
                 consider(Some(self.pacer.next_send_time(now)));
             }

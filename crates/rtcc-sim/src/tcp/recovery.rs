@@ -103,7 +103,7 @@ impl Recovery {
     pub(crate) fn may_enter(&self, ack: u64) -> bool {
         match self.kind {
             RecoveryKind::Reno => true,
-            RecoveryKind::Tahoe | RecoveryKind::NewReno => self.recover.map_or(true, |r| ack > r),
+            RecoveryKind::Tahoe | RecoveryKind::NewReno => self.recover.is_none_or(|r| ack > r),
         }
     }
 
@@ -157,7 +157,7 @@ impl Recovery {
                 OnNewAck::Exit
             }
             RecoveryKind::NewReno => {
-                if self.recover.map_or(true, |r| ack >= r) {
+                if self.recover.is_none_or(|r| ack >= r) {
                     // RFC 6582 §3.2 step 6, full ACK, option 2: cwnd = ssthresh.
                     w.cwnd = w.ssthresh.max(w.mss);
                     self.in_recovery = false;

@@ -607,11 +607,11 @@ fn random_operation_sequences_keep_invariants() {
             assert!(s.snd_una() >= last_una, "{ctx}: snd_una went back");
             last_una = s.snd_una();
             assert!(
-                s.poll_timeout().map_or(true, |t| t >= now),
+                s.poll_timeout().is_none_or(|t| t >= now),
                 "{ctx}: sender timer in the past"
             );
             assert!(
-                r.poll_timeout().map_or(true, |t| t >= now),
+                r.poll_timeout().is_none_or(|t| t >= now),
                 "{ctx}: receiver timer in the past"
             );
             assert!(

@@ -174,7 +174,7 @@ impl LossBasedControl {
     /// Periodic update (libwebrtc calls `UpdateEstimate` from every process
     /// interval and after every loss report).
     pub fn update_estimate(&mut self, now: Instant) {
-        let in_start_phase = self.first_report.map_or(true, |f| now - f < START_PHASE);
+        let in_start_phase = self.first_report.is_none_or(|f| now - f < START_PHASE);
         if self.last_fraction_loss == 0 && in_start_phase {
             let new = self
                 .delay_based_limit
@@ -211,7 +211,7 @@ impl LossBasedControl {
             // Loss > 10 %: rate · (1 − 0.5 · loss), once per 300 ms + rtt.
             let spaced = self
                 .time_last_decrease
-                .map_or(true, |t| now - t >= DECREASE_INTERVAL + self.rtt);
+                .is_none_or(|t| now - t >= DECREASE_INTERVAL + self.rtt);
             if !self.has_decreased_since_last_loss && spaced {
                 self.time_last_decrease = Some(now);
                 self.has_decreased_since_last_loss = true;
