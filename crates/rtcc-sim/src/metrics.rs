@@ -24,6 +24,7 @@ pub struct DelaySummary {
 pub struct DelayHistogram {
     hist: Hdr<u64>,
     sum_us: u128,
+    zeros: u64,
 }
 
 impl Default for DelayHistogram {
@@ -38,29 +39,42 @@ impl DelayHistogram {
         // 1 µs .. 1 h with 2 significant digits: bounds are constants, so this cannot fail.
         let hist =
             Hdr::new_with_bounds(1, 3_600_000_000, 2).expect("constant histogram bounds are valid");
-        DelayHistogram { hist, sum_us: 0 }
+        DelayHistogram { hist, sum_us: 0, zeros: 0 }
     }
     /// Record one sample (saturates at one hour).
+    #[inline]
     pub fn record(&mut self, d: Duration) {
         let us = d.as_micros().min(3_600_000_000);
+        if us == 0 {
+            // Common (an idle link's waiting time): counted apart, merged on read.
+            self.zeros += 1;
+            return;
+        }
         self.hist.saturating_record(us);
         self.sum_us += us as u128;
     }
     /// Number of samples.
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        self.hist.len() + self.zeros
     }
     /// Mean, median and p95 in milliseconds (all zero when empty).
     pub fn summary(&self) -> DelaySummary {
-        let n = self.hist.len();
+        let n = self.count();
         if n == 0 {
             return DelaySummary::default();
         }
-        DelaySummary {
-            mean: self.sum_us as f64 / n as f64 / 1000.0,
-            p50: self.hist.value_at_quantile(0.5) as f64 / 1000.0,
-            p95: self.hist.value_at_quantile(0.95) as f64 / 1000.0,
-        }
+        // Quantile q over zeros ∪ histogram: the zeros come first.
+        let quantile = |q: f64| -> f64 {
+            let rank = (q * n as f64).ceil().max(1.0) as u64;
+            if rank <= self.zeros {
+                0.0
+            } else {
+                let rest = self.hist.len();
+                let q2 = (rank - self.zeros) as f64 / rest as f64;
+                self.hist.value_at_quantile(q2.min(1.0)) as f64 / 1000.0
+            }
+        };
+        DelaySummary { mean: self.sum_us as f64 / n as f64 / 1000.0, p50: quantile(0.5), p95: quantile(0.95) }
     }
 }
 
@@ -90,6 +104,22 @@ mod tests {
         assert!((s.mean - 50.5).abs() < 0.01);
         assert!((s.p50 - 50.0).abs() < 0.5, "{s:?}");
         assert!((s.p95 - 95.0).abs() < 1.0, "{s:?}");
+    }
+
+    #[test]
+    fn zeros_are_counted_in_mean_and_quantiles() {
+        let mut h = DelayHistogram::new();
+        for _ in 0..60 {
+            h.record(Duration::ZERO);
+        }
+        for ms in 1..=40 {
+            h.record(Duration::from_millis(ms));
+        }
+        let s = h.summary();
+        assert_eq!(h.count(), 100);
+        assert!((s.mean - 8.2).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.p50, 0.0);
+        assert!((s.p95 - 35.0).abs() < 0.5, "{s:?}");
     }
 
     #[test]

@@ -167,6 +167,8 @@ pub(crate) struct World {
     pub(crate) link_names: Vec<String>,
     /// Links used by exactly one path position (no other flow or direction).
     dedicated: Vec<bool>,
+    /// Per flow and direction (index `2·flow + dir`): the path's range in `paths`.
+    routes: Vec<(u32, u32)>,
     paths: Vec<u32>,
     pub(crate) flows: Vec<Flow>,
     packets: Vec<SimPacket>,
@@ -352,10 +354,12 @@ impl World {
             uses[l as usize] += 1;
         }
         let dedicated = uses.iter().map(|&u| u == 1).collect();
+        let routes = flows.iter().flat_map(|f| [f.fwd, f.rev]).collect();
         let mut queue = EventQueue::new();
         queue.reserve_streams(links.len());
         let mut world = World {
             dedicated,
+            routes,
             now: Instant::ZERO,
             end: Instant::ZERO + sc.duration,
             queue,
@@ -565,16 +569,9 @@ impl World {
         self.free.push(idx);
     }
 
-    fn path_len(&self, flow: u32, dir: Dir) -> u16 {
-        let f = &self.flows[flow as usize];
-        let (a, b) = if dir == Dir::Fwd { f.fwd } else { f.rev };
-        (b - a) as u16
-    }
-
-    fn path_link(&self, flow: u32, dir: Dir, hop: u16) -> usize {
-        let f = &self.flows[flow as usize];
-        let (a, _) = if dir == Dir::Fwd { f.fwd } else { f.rev };
-        self.paths[(a + hop as u32) as usize] as usize
+    #[inline]
+    fn route(&self, flow: u32, dir: Dir) -> (u32, u32) {
+        self.routes[2 * flow as usize + usize::from(dir == Dir::Rev)]
     }
 
     /// Put a packet on its path at `now`.
@@ -596,36 +593,33 @@ impl World {
     /// of through an event; the link's FIFO arithmetic gives the same result.
     /// Deliveries are queued on the delivering link's event stream.
     fn hop(&mut self, idx: u32, mut hop: u16) {
-        let p = self.packets[idx as usize];
-        let len = self.path_len(p.flow, p.dir);
+        let (flow, dir, size) = {
+            let p = &self.packets[idx as usize];
+            (p.flow, p.dir, p.size)
+        };
+        let (first, end) = self.route(flow, dir);
+        let len = (end - first) as u16;
         let mut t = self.now;
         loop {
             if hop == len {
                 self.deliver(idx);
                 return;
             }
-            let link = self.path_link(p.flow, p.dir, hop);
-            match self.links[link].transmit(t, p.size) {
+            let link = self.paths[(first + u32::from(hop)) as usize] as usize;
+            match self.links[link].transmit(t, size) {
                 LinkOutcome::Delivered { at } => {
                     let next = hop + 1;
-                    if next < len && self.dedicated[self.path_link(p.flow, p.dir, next)] {
+                    if next < len && self.dedicated[self.paths[(first + u32::from(next)) as usize] as usize] {
                         t = at;
                         hop = next;
                         continue;
                     }
-                    self.queue.push_stream(
-                        link as u32,
-                        at,
-                        Event::Hop {
-                            pkt: idx,
-                            hop: next,
-                        },
-                    );
+                    self.queue.push_stream(link as u32, at, Event::Hop { pkt: idx, hop: next });
                     return;
                 }
                 LinkOutcome::DroppedQueue | LinkOutcome::DroppedLoss => {
-                    if p.dir == Dir::Fwd {
-                        self.flows[p.flow as usize].counters.packets_dropped += 1;
+                    if dir == Dir::Fwd {
+                        self.flows[flow as usize].counters.packets_dropped += 1;
                     }
                     self.release(idx);
                     return;
