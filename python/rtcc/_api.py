@@ -133,6 +133,15 @@ def run(
         if not 0 <= seed <= _SEED_MAX:
             raise ScenarioError(f"seed must be in [0, 2**64 - 1], got {seed}")
 
+    path: str | os.PathLike[str] | None = None
+    text: str | None = None
+    if isinstance(scenario, Mapping):
+        text = _to_toml(scenario)
+    elif isinstance(scenario, str | os.PathLike):
+        path = scenario
+    else:
+        raise TypeError(f"scenario must be a path or a dict, not {type(scenario).__name__}")
+
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="rtcc-run-")
@@ -144,20 +153,14 @@ def run(
         except OSError as e:
             raise ScenarioError(f"cannot create output directory {out_dir}: {e.strerror}") from e
 
-    if isinstance(scenario, Mapping):
-        summary_json = _native.run(
-            toml_text=_to_toml(scenario),
-            origin=DICT_ORIGIN,
-            out_dir=out_dir,
-            seed=seed,
-            progress=progress,
-        )
-    elif isinstance(scenario, str | os.PathLike):
-        summary_json = _native.run(
-            scenario_path=scenario, out_dir=out_dir, seed=seed, progress=progress
-        )
-    else:
-        raise TypeError(f"scenario must be a path or a dict, not {type(scenario).__name__}")
+    summary_json = _native.run(
+        scenario_path=path,
+        toml_text=text,
+        origin=DICT_ORIGIN,
+        out_dir=out_dir,
+        seed=seed,
+        progress=progress,
+    )
     summary: dict[str, Any] = json.loads(summary_json)
     return Result(summary, out_dir, tmp=tmp)
 

@@ -96,15 +96,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed:>7.1f} / {task.total:.1f} s simulated"),
+        TextColumn("{task.fields[simulated]}"),
         TimeElapsedColumn(),
         console=progress_console,
         transient=True,
+        # A bar is for people watching; logs and pipes get nothing.
+        disable=not progress_console.is_terminal,
     ) as bar:
-        task = bar.add_task(scenario.name, total=None)
+        task = bar.add_task(scenario.name, total=None, simulated="")
 
         def on_progress(sim_time_s: float, duration_s: float) -> None:
-            bar.update(task, completed=sim_time_s, total=duration_s)
+            bar.update(
+                task,
+                completed=sim_time_s,
+                total=duration_s,
+                simulated=f"{sim_time_s:.0f} / {duration_s:.0f} s simulated",
+            )
 
         result = rtcc.run(scenario, seed=args.seed, out=out, progress=on_progress)
 
