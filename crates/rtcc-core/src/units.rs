@@ -468,7 +468,7 @@ mod tests {
     fn probability_bounds() {
         assert!(Probability::new(1.5).is_err());
         assert!(Probability::new(f64::NAN).is_err());
-        assert_eq!("1%".parse::<Probability>().unwrap().get(), 0.01);
+        assert!(("1%".parse::<Probability>().unwrap().get() - 0.01).abs() < 1e-12);
         assert!("150%".parse::<Probability>().is_err());
     }
 }

@@ -5,7 +5,145 @@
 //! (scenario, seed): events are ordered by (time, insertion sequence), every
 //! random element draws from its own stream derived from the seed, and no
 //! decision depends on hash-map order.
+//!
+//! ```no_run
+//! use rtcc_sim::{run, RunOptions, scenario::Scenario};
+//! let sc = Scenario::from_file("scenarios/demo.toml".as_ref()).unwrap();
+//! let report = run(&sc, &RunOptions { seed: Some(7), out_dir: Some("out".into()), ..Default::default() }, &mut |_| {}).unwrap();
+//! println!("{}", report.summary);
+//! ```
 
+pub mod engine;
 pub mod link;
 pub mod metrics;
+mod output;
+pub mod scenario;
 pub mod tcp;
+mod world;
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use rtcc_core::Duration;
+pub use scenario::{Scenario, ScenarioError};
+
+/// How to run a scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Seed; `None` = the scenario's own.
+    pub seed: Option<u64>,
+    /// Where to write `summary.json`, `timeseries.csv`, `frames.csv`; `None` = nowhere.
+    pub out_dir: Option<PathBuf>,
+    /// Simulated time between progress callbacks (zero = never).
+    pub progress_interval: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { seed: None, out_dir: None, progress_interval: Duration::from_secs(1) }
+    }
+}
+
+/// Progress of a run, for progress bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Simulated time reached.
+    pub sim_time: Duration,
+    /// Simulated time the run will reach.
+    pub duration: Duration,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The content of `summary.json`.
+    pub summary: serde_json::Value,
+    /// Seed used.
+    pub seed: u64,
+    /// Where the files went.
+    pub out_dir: Option<PathBuf>,
+    /// Events processed.
+    pub events: u64,
+    /// Packets delivered to their destination endpoint (data direction).
+    pub delivered_packets: u64,
+    /// Wall-clock time of the run (not written to any file).
+    pub wall_time: std::time::Duration,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// Bad scenario (exit code 2).
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// An output file could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The progress callback asked to stop.
+    #[error("run interrupted")]
+    Interrupted,
+    /// A bug.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Run a scenario.
+///
+/// `progress` is called every `opts.progress_interval` of simulated time; the
+/// run is deterministic whatever it does.
+pub fn run(scenario: &Scenario, opts: &RunOptions, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, SimError> {
+    run_interruptible(scenario, opts, &mut |p| {
+        progress(p);
+        true
+    })
+}
+
+/// Like [`run`], but the callback may stop the run by returning `false`.
+pub fn run_interruptible(scenario: &Scenario, opts: &RunOptions, progress: &mut dyn FnMut(Progress) -> bool) -> Result<RunReport, SimError> {
+    // The one wall-clock read of the simulator: it measures, never decides.
+    #[allow(clippy::disallowed_methods)]
+    let t0 = std::time::Instant::now();
+    let seed = opts.seed.unwrap_or(scenario.seed());
+    let io = |path: PathBuf| move |source: std::io::Error| SimError::Io { path: path.clone(), source };
+    let mut sinks = world::Sinks { timeseries: None, frames: None };
+    if let Some(dir) = &opts.out_dir {
+        std::fs::create_dir_all(dir).map_err(io(dir.clone()))?;
+        let ts = dir.join("timeseries.csv");
+        sinks.timeseries = Some(Box::new(BufWriter::with_capacity(1 << 16, File::create(&ts).map_err(io(ts.clone()))?)));
+        let fr = dir.join("frames.csv");
+        sinks.frames = Some(Box::new(BufWriter::with_capacity(1 << 16, File::create(&fr).map_err(io(fr.clone()))?)));
+    }
+    let mut world = world::World::build(scenario, seed, sinks)?;
+    let duration = scenario.duration();
+    let mut interrupted = false;
+    let result = world.run(opts.progress_interval, &mut |now| {
+        let keep = progress(Progress { sim_time: now - rtcc_core::Instant::ZERO, duration });
+        interrupted |= !keep;
+        keep
+    });
+    if interrupted {
+        return Err(SimError::Interrupted);
+    }
+    result.map_err(io(opts.out_dir.clone().unwrap_or_default()))?;
+    let summary = output::summary(&world, scenario.name(), seed);
+    if let Some(dir) = &opts.out_dir {
+        let p = dir.join("summary.json");
+        let text = serde_json::to_string_pretty(&summary).map_err(|e| SimError::Internal(e.to_string()))?;
+        std::fs::write(&p, text + "\n").map_err(io(p.clone()))?;
+    }
+    Ok(RunReport {
+        summary,
+        seed,
+        out_dir: opts.out_dir.clone(),
+        events: world.events(),
+        delivered_packets: world.delivered_packets,
+        wall_time: t0.elapsed(),
+    })
+}

@@ -1,3 +1,6 @@
 //! Media models: frames, encoder models, packetizer, receiver-side player.
 
+pub mod encoder;
 pub mod frame;
+pub mod packetizer;
+pub mod player;

@@ -1,2 +1,399 @@
-//! Network links: rate models (constant, traces, schedules), drop-tail queue,
-//! propagation delay, jitter and random loss. (Being written.)
+//! Network links: rate models (constant, piecewise schedules, real traces), a
+//! drop-tail queue, propagation delay, jitter and random loss (DESIGN §4).
+//!
+//! # Performance model
+//!
+//! A link is not simulated with per-packet transmit-complete events.
+//! [`Link::transmit`] is called when a packet reaches the link's ingress and
+//! returns at once the instant it will be delivered at the far end (lazy FIFO
+//! departure computation): with a constant rate,
+//! `departure = max(now, previous departure) + size / rate`; time-varying rates
+//! integrate the rate from the start of service ([`rate`] module);
+//! `delivery = departure + delay (+ jitter)`. Calls must come with non-decreasing
+//! `now`. The link keeps the `(start of service, departure, size)` of packets not
+//! yet departed in a ring buffer, so the drop-tail decision and [`Link::backlog`]
+//! are exact at `now`. Nothing is allocated per packet once the ring buffer has
+//! grown to the largest backlog.
+//!
+//! # Semantics
+//!
+//! - **Queue limit** ([`QueueLimit`]), as ns-3's `DropTailQueue` in front of a
+//!   `PointToPointNetDevice`: the queue holds the packets *waiting*; the packet
+//!   being transmitted has left it. An arriving packet is dropped if
+//!   `waiting bytes + size > limit` (bytes) or `waiting packets + 1 > limit`
+//!   (packets), even when the link is idle (ns-3 enqueues before the device
+//!   dequeues). `Time(d)` is a byte limit of `d × rate`, where the rate is the
+//!   long-run mean of the rate model ([`RateModel::mean_rate`]: the mean over one
+//!   period of a trace). A packet is "in transmission" from its start of service
+//!   (first instant at which the link carries one of its bits: for a schedule
+//!   the first non-zero-rate instant, for mahimahi the first opportunity it draws
+//!   bytes from, as in mm-link where the packet leaves the queue then) until its
+//!   departure.
+//! - **Mahimahi traces**: mm-link's delivery-opportunity semantics, see
+//!   [`MahimahiTrace`]. One opportunity carries [`LinkConfig::mahimahi_opportunity`]
+//!   bytes, 1500 by default as documented by mahimahi (`traces/README`,
+//!   `man/mm-link.1`) and as `traces/README.md` computes trace capacities;
+//!   mm-link's code actually uses `PACKET_SIZE = 1504` (max TUN payload,
+//!   `src/frontend/link_queue.hh`): set 1504 to reproduce it byte for byte.
+//!   Deliveries happen exactly at the opportunity's millisecond.
+//! - **Propagation delay** is constant. **Jitter** adds an extra delay drawn
+//!   uniformly in `[0, jitter]` (integer nanoseconds) from the link's RNG; packets
+//!   are never reordered: a delivery is never earlier than the previous delivery
+//!   on the link (a packet that would overtake is held until the previous one).
+//! - **Loss** is applied after the queue, at the packet's departure: a lost
+//!   packet has used link capacity (like a radio loss); see [`loss`].
+//! - **Queue delay** ([`LinkStats::queue_delay`]) of each admitted packet is
+//!   `departure − arrival`: its waiting time plus its own transmission time
+//!   (sojourn time in the queue and the transmitter), excluding propagation and
+//!   jitter. Packets later lost are included (they went through the queue).
+
+pub mod loss;
+pub mod rate;
+pub mod trace;
+
+use std::collections::VecDeque;
+
+use rtcc_core::rng::Rng;
+use rtcc_core::{Bitrate, Bytes, Duration, Instant};
+
+use self::loss::LossState;
+pub use self::loss::{LossConfig, LossSchedule};
+use self::rate::Server;
+pub use self::rate::{MahimahiError, MahimahiTrace, RateModel, RateSchedule, ScheduleError};
+pub use self::trace::{load_opennetlab, load_trace, OpenNetLabTrace, TraceError, TraceFormat};
+use crate::metrics::DelayHistogram;
+
+/// Bytes per mahimahi delivery opportunity, as documented by mahimahi
+/// (`traces/README`: "an opportunity for one 1500-byte packet"; `man/mm-link.1`).
+pub const MAHIMAHI_OPPORTUNITY: Bytes = Bytes::new(1500);
+
+/// Width of the window over which [`Link::capacity_at`] averages a mahimahi trace.
+const MAHIMAHI_CAPACITY_WINDOW: Duration = Duration::from_millis(100);
+
+/// Ring-buffer capacity reserved up front (packets).
+const INITIAL_BACKLOG_CAPACITY: usize = 1024;
+
+/// How a link is built.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// How fast the link drains its queue.
+    pub rate: RateModel,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Maximum extra delay, drawn uniformly in `[0, jitter]` per packet (no reordering).
+    pub jitter: Duration,
+    /// Drop-tail limit of the queue.
+    pub queue: QueueLimit,
+    /// Random loss after the queue.
+    pub loss: LossConfig,
+    /// Bytes per mahimahi delivery opportunity (default [`MAHIMAHI_OPPORTUNITY`] = 1500;
+    /// 1504 reproduces mm-link's code).
+    pub mahimahi_opportunity: Bytes,
+}
+
+impl Default for LinkConfig {
+    /// 1 Mbps constant, no delay, no jitter, unlimited queue, no loss.
+    fn default() -> Self {
+        LinkConfig {
+            rate: RateModel::Constant(Bitrate::mbps(1)),
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            queue: QueueLimit::Unlimited,
+            loss: LossConfig::None,
+            mahimahi_opportunity: MAHIMAHI_OPPORTUNITY,
+        }
+    }
+}
+
+/// Why a link configuration is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkConfigError {
+    /// A constant rate of zero would never deliver anything.
+    #[error("link rate must be > 0")]
+    ZeroRate,
+    /// A mahimahi opportunity of zero bytes would never deliver anything.
+    #[error("mahimahi opportunity size must be > 0 bytes")]
+    ZeroOpportunity,
+    /// The Gilbert–Elliott chain needs a positive step.
+    #[error("Gilbert-Elliott step must be > 0")]
+    ZeroLossStep,
+}
+
+impl LinkConfig {
+    /// Checks the parts that the types alone do not rule out.
+    pub fn validate(&self) -> Result<(), LinkConfigError> {
+        if let RateModel::Constant(r) = self.rate {
+            if r.is_zero() {
+                return Err(LinkConfigError::ZeroRate);
+            }
+        }
+        if self.mahimahi_opportunity.is_zero() {
+            return Err(LinkConfigError::ZeroOpportunity);
+        }
+        if let LossConfig::GilbertElliott { step, .. } = self.loss {
+            if step.is_zero() {
+                return Err(LinkConfigError::ZeroLossStep);
+            }
+        }
+        Ok(())
+    }
+
+    /// The queue limit in bytes, if it is one of bytes or time (`Time(d)` = `d ×` the
+    /// rate model's long-run mean rate).
+    pub fn queue_limit_bytes(&self) -> Option<Bytes> {
+        match self.queue {
+            QueueLimit::Bytes(b) => Some(b),
+            QueueLimit::Time(d) => Some(self.rate.mean_rate(self.mahimahi_opportunity) * d),
+            QueueLimit::Unlimited | QueueLimit::Packets(_) => None,
+        }
+    }
+}
+
+/// Drop-tail limit of a link's queue (packets waiting, excluding the one in transmission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueLimit {
+    /// No limit.
+    #[default]
+    Unlimited,
+    /// At most this many bytes waiting.
+    Bytes(Bytes),
+    /// At most this many packets waiting.
+    Packets(u32),
+    /// At most `d × rate` bytes waiting; for a time-varying link, the long-run mean rate.
+    Time(Duration),
+}
+
+/// What happens to a packet offered to a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkOutcome {
+    /// The packet will arrive at the far end at `at`.
+    Delivered {
+        /// Arrival instant at the far end.
+        at: Instant,
+    },
+    /// Dropped at ingress: the queue was full.
+    DroppedQueue,
+    /// Transmitted, then lost by the loss model.
+    DroppedLoss,
+}
+
+/// Counters of a link.
+#[derive(Debug, Clone, Default)]
+pub struct LinkStats {
+    /// Packets offered to the link.
+    pub packets_in: u64,
+    /// Packets delivered (not dropped, not lost).
+    pub delivered: u64,
+    /// Bytes of delivered packets.
+    pub bytes_delivered: u64,
+    /// Packets dropped at ingress (queue full).
+    pub drops_queue: u64,
+    /// Packets lost by the loss model.
+    pub drops_loss: u64,
+    /// Per admitted packet: departure − arrival (waiting + own transmission time).
+    pub queue_delay: DelayHistogram,
+}
+
+/// A packet that has not yet left the link's transmitter.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    start: u64,
+    departure: u64,
+    size: u64,
+}
+
+/// Byte or packet limit in its runtime form.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    None,
+    Bytes(u64),
+    Packets(u64),
+}
+
+/// A unidirectional link: FIFO drop-tail queue, transmitter, propagation, loss.
+#[derive(Debug)]
+pub struct Link {
+    config: LinkConfig,
+    server: Server,
+    loss: LossState,
+    limit: Limit,
+    rng: Rng,
+    jitter_ns: u64,
+    /// Packets not yet departed, oldest first.
+    backlog: VecDeque<InFlight>,
+    /// Sum of `size` over `backlog`.
+    backlog_bytes: u64,
+    /// Departure of the last admitted packet (ns).
+    last_departure: u64,
+    /// Delivery of the last delivered packet (for the no-reordering rule).
+    last_delivery: Instant,
+    stats: LinkStats,
+    #[cfg(debug_assertions)]
+    last_now: Instant,
+}
+
+impl Link {
+    /// A link from its configuration and its own random stream (one per element:
+    /// `rtcc_core::rng::stream(seed, element id)`). Run [`LinkConfig::validate`]
+    /// first: with a zero constant rate, packets are "delivered" at `Instant::MAX`.
+    pub fn new(config: LinkConfig, rng: Rng) -> Link {
+        let server = Server::new(&config.rate, config.mahimahi_opportunity);
+        let loss = LossState::new(&config.loss);
+        let limit = match config.queue {
+            QueueLimit::Unlimited => Limit::None,
+            QueueLimit::Packets(n) => Limit::Packets(n as u64),
+            QueueLimit::Bytes(_) | QueueLimit::Time(_) => {
+                // Both variants map to a byte limit (see `queue_limit_bytes`).
+                Limit::Bytes(config.queue_limit_bytes().unwrap_or(Bytes::MAX).get())
+            }
+        };
+        Link {
+            jitter_ns: config.jitter.as_nanos(),
+            server,
+            loss,
+            limit,
+            rng,
+            backlog: VecDeque::with_capacity(INITIAL_BACKLOG_CAPACITY),
+            backlog_bytes: 0,
+            last_departure: 0,
+            last_delivery: Instant::ZERO,
+            stats: LinkStats::default(),
+            config,
+            #[cfg(debug_assertions)]
+            last_now: Instant::ZERO,
+        }
+    }
+
+    /// Offers a packet of `size` bytes at `now` (non-decreasing between calls) and
+    /// says whether and when it arrives at the far end.
+    #[inline]
+    pub fn transmit(&mut self, now: Instant, size: Bytes) -> LinkOutcome {
+        #[cfg(debug_assertions)]
+        {
+            debug_assert!(now >= self.last_now, "Link::transmit: now went backwards");
+            self.last_now = now;
+        }
+        self.stats.packets_in += 1;
+        let now_ns = now.as_nanos();
+        let size = size.get();
+        self.drain(now_ns);
+
+        let (waiting_pkts, waiting_bytes) = self.waiting(now_ns);
+        let full = match self.limit {
+            Limit::None => false,
+            Limit::Bytes(max) => waiting_bytes + size > max,
+            Limit::Packets(max) => waiting_pkts + 1 > max,
+        };
+        if full {
+            self.stats.drops_queue += 1;
+            return LinkOutcome::DroppedQueue;
+        }
+
+        let (start, departure) = self.server.serve(now_ns, self.last_departure, size);
+        self.last_departure = departure;
+        if departure > now_ns {
+            self.backlog.push_back(InFlight {
+                start,
+                departure,
+                size,
+            });
+            self.backlog_bytes += size;
+        }
+        self.stats
+            .queue_delay
+            .record(Duration::from_nanos(departure - now_ns));
+
+        let departed = Instant::from_nanos(departure);
+        if self.loss.is_lost(departed, &mut self.rng) {
+            self.stats.drops_loss += 1;
+            return LinkOutcome::DroppedLoss;
+        }
+        let mut at = departed + self.config.delay;
+        if self.jitter_ns > 0 {
+            use rand::Rng as _;
+            at += Duration::from_nanos(self.rng.random_range(0..=self.jitter_ns));
+        }
+        // No reordering: never deliver before the previous delivery.
+        at = at.max(self.last_delivery);
+        self.last_delivery = at;
+        self.stats.delivered += 1;
+        self.stats.bytes_delivered += size;
+        LinkOutcome::Delivered { at }
+    }
+
+    /// Bytes queued or in transmission at `now` (non-decreasing, like `transmit`'s).
+    pub fn backlog(&mut self, now: Instant) -> Bytes {
+        self.drain(now.as_nanos());
+        Bytes::new(self.backlog_bytes)
+    }
+
+    /// Packets queued or in transmission at `now`.
+    pub fn backlog_packets(&mut self, now: Instant) -> usize {
+        self.drain(now.as_nanos());
+        self.backlog.len()
+    }
+
+    /// Instantaneous available capacity at `t`: the rate in force for a constant or
+    /// schedule link; for a mahimahi trace, the mean over the surrounding 100 ms
+    /// window of opportunities, `[t − 50 ms, t + 50 ms)` (shifted to start at 0 near
+    /// the origin).
+    pub fn capacity_at(&self, t: Instant) -> Bitrate {
+        match &self.config.rate {
+            RateModel::Constant(r) => *r,
+            RateModel::Schedule(s) => s.rate_at(t),
+            RateModel::Mahimahi(_) => {
+                let from = t.saturating_sub(MAHIMAHI_CAPACITY_WINDOW / 2);
+                self.mean_capacity(from, from + MAHIMAHI_CAPACITY_WINDOW)
+            }
+        }
+    }
+
+    /// Average capacity over `[from, to)` (bytes the link could carry in the
+    /// interval / its length); `capacity_at(from)` if the interval is empty.
+    pub fn mean_capacity(&self, from: Instant, to: Instant) -> Bitrate {
+        if to <= from {
+            return self.capacity_at(from);
+        }
+        self.config
+            .rate
+            .mean_capacity(from, to, self.config.mahimahi_opportunity)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// The configuration the link was built from.
+    pub fn config(&self) -> &LinkConfig {
+        &self.config
+    }
+
+    /// Forgets packets that have departed by `now`.
+    #[inline]
+    fn drain(&mut self, now: u64) {
+        while let Some(front) = self.backlog.front() {
+            if front.departure > now {
+                break;
+            }
+            self.backlog_bytes -= front.size;
+            self.backlog.pop_front();
+        }
+    }
+
+    /// Packets and bytes waiting at `now` (excluding the one in transmission, which,
+    /// FIFO, can only be the oldest not yet departed). Call after `drain(now)`.
+    #[inline]
+    fn waiting(&self, now: u64) -> (u64, u64) {
+        match self.backlog.front() {
+            Some(f) if f.start <= now => {
+                (self.backlog.len() as u64 - 1, self.backlog_bytes - f.size)
+            }
+            _ => (self.backlog.len() as u64, self.backlog_bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+//! Pacer: releases packets at the controller's pacing rate, with a burst
+//! allowance and an optional frame-burst mode.
+//!
+//! The pacer is a byte budget (a leaky bucket, as libwebrtc's `IntervalBudget`
+//! in modules/pacing/interval_budget.cc): the budget grows at the pacing rate,
+//! is capped at the burst allowance `max_burst`, and each packet sent takes its
+//! size out. A packet may go while the budget is non-negative, so a budget that
+//! went negative by one packet delays the next by `size / rate` — packets are
+//! spaced at the pacing rate, and an idle sender may then send up to
+//! `max_burst` back-to-back.
+//!
+//! Frame-burst mode ([`SendBudget::frame_burst`]): when a new frame is queued,
+//! up to `frame_burst` bytes of it are released back-to-back without taking
+//! from the budget; the rest of the frame is paced. Frame-level controllers
+//! (Camel §4.3, SQP, Pudica) use it so that a frame's packets form a train the
+//! receiver can measure.
+
+use crate::cc::SendBudget;
+use crate::time::{Duration, Instant};
+use crate::units::{Bitrate, Bytes};
+
+/// The pacer's state.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    rate: Bitrate,
+    max_burst: Bytes,
+    /// Budget in bytes; negative = debt.
+    budget: i64,
+    last_update: Instant,
+    /// Bytes of the current frame that may still go back-to-back.
+    frame_burst_left: Bytes,
+    frame_burst: Option<Bytes>,
+}
+
+impl Pacer {
+    /// A pacer with the given budget, starting at `now` with an empty bucket.
+    pub fn new(now: Instant, budget: SendBudget) -> Self {
+        Pacer {
+            rate: budget.pacing_rate,
+            max_burst: budget.max_burst,
+            budget: 0,
+            last_update: now,
+            frame_burst_left: Bytes::ZERO,
+            frame_burst: budget.frame_burst,
+        }
+    }
+
+    /// Apply a (possibly changed) budget from the controller.
+    pub fn set_budget(&mut self, now: Instant, budget: SendBudget) {
+        self.refill(now);
+        self.rate = budget.pacing_rate;
+        self.max_burst = budget.max_burst;
+        self.frame_burst = budget.frame_burst;
+        self.budget = self.budget.min(self.max_burst.get() as i64);
+    }
+
+    /// Current pacing rate.
+    pub fn rate(&self) -> Bitrate {
+        self.rate
+    }
+
+    /// A new frame was queued: arm the frame burst, if the mode is on.
+    pub fn on_frame_queued(&mut self, _now: Instant) {
+        if let Some(n) = self.frame_burst {
+            self.frame_burst_left = n;
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if now <= self.last_update {
+            return;
+        }
+        let elapsed = now - self.last_update;
+        self.last_update = now;
+        let earned = (self.rate * elapsed).get();
+        self.budget = (self.budget.saturating_add(earned.min(i64::MAX as u64) as i64)).min(self.max_burst.get() as i64);
+    }
+
+    /// May a packet go now?
+    pub fn can_send(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        !self.frame_burst_left.is_zero() || self.budget >= 0
+    }
+
+    /// A packet of `size` was sent at `now` (after `can_send` said yes).
+    pub fn on_sent(&mut self, now: Instant, size: Bytes) {
+        self.refill(now);
+        if !self.frame_burst_left.is_zero() {
+            self.frame_burst_left = self.frame_burst_left.saturating_sub(size);
+        } else {
+            self.budget = self.budget.saturating_sub(size.get() as i64);
+        }
+    }
+
+    /// The earliest instant a packet may go (`now` if it may go now).
+    pub fn next_send_time(&mut self, now: Instant) -> Instant {
+        self.refill(now);
+        if !self.frame_burst_left.is_zero() || self.budget >= 0 {
+            return now;
+        }
+        let debt = Bytes::new(self.budget.unsigned_abs());
+        if self.rate.is_zero() {
+            return Instant::MAX;
+        }
+        // Rounded up, so that at the returned instant the budget is back to ≥ 0.
+        now + (debt / self.rate).max(Duration::from_nanos(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(rate: Bitrate, burst: u64, frame_burst: Option<u64>) -> SendBudget {
+        SendBudget { pacing_rate: rate, cwnd: None, max_burst: Bytes::new(burst), frame_burst: frame_burst.map(Bytes::new) }
+    }
+
+    /// Sends `n` packets of `size` as early as the pacer allows; returns send times.
+    fn drain(p: &mut Pacer, start: Instant, n: usize, size: u64) -> Vec<Instant> {
+        let mut t = start;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            t = p.next_send_time(t);
+            assert!(p.can_send(t));
+            p.on_sent(t, Bytes::new(size));
+            out.push(t);
+        }
+        out
+    }
+
+    #[test]
+    fn spaces_packets_at_the_pacing_rate() {
+        // 1200 B at 960 kbps = 10 ms apart.
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        let times = drain(&mut p, Instant::ZERO, 5, 1200);
+        for w in times.windows(2) {
+            assert_eq!(w[1] - w[0], Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn idle_time_earns_at_most_the_burst_allowance() {
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 3600, None));
+        // After 1 s idle, budget is capped at 3600 B: 3 packets go at once (budget
+        // stays ≥ 0 before each) plus one more on the last non-negative budget.
+        let t = Instant::from_secs(1);
+        let times = drain(&mut p, t, 6, 1200);
+        let at_once = times.iter().filter(|&&x| x == t).count();
+        assert_eq!(at_once, 4, "{times:?}");
+        assert_eq!(times[4] - times[3], Duration::from_millis(10));
+    }
+
+    #[test]
+    fn frame_burst_sends_head_of_frame_back_to_back() {
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, Some(6000)));
+        p.on_frame_queued(Instant::ZERO);
+        let times = drain(&mut p, Instant::ZERO, 8, 1200);
+        // 5 packets (6000 B) back-to-back, then paced at 10 ms.
+        assert!(times[..5].iter().all(|&x| x == Instant::ZERO), "{times:?}");
+        assert_eq!(times[5], Instant::ZERO);
+        assert_eq!(times[6] - times[5], Duration::from_millis(10));
+        assert_eq!(times[7] - times[6], Duration::from_millis(10));
+    }
+
+    #[test]
+    fn rate_change_applies_to_the_next_packet() {
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        p.on_sent(Instant::ZERO, Bytes::new(1200));
+        p.set_budget(Instant::ZERO, budget(Bitrate::kbps(480), 0, None));
+        assert_eq!(p.next_send_time(Instant::ZERO), Instant::from_millis(20));
+    }
+
+    #[test]
+    fn zero_rate_never_sends_after_debt() {
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::ZERO, 0, None));
+        p.on_sent(Instant::ZERO, Bytes::new(1));
+        assert_eq!(p.next_send_time(Instant::from_secs(5)), Instant::MAX);
+    }
+}

@@ -1,0 +1,295 @@
+//! The media sender session: encoder → packetizer → congestion controller →
+//! pacer → network. The simulator and the real transport drive this same type.
+//!
+//! Call protocol (see the crate doc): after any input (`on_timeout`,
+//! `handle_feedback`), drain [`SenderSession::poll_transmit`] until `None`,
+//! then ask [`SenderSession::poll_timeout`] when to call `on_timeout` next.
+
+use std::collections::VecDeque;
+
+use crate::cc::{CcConfig, CongestionController, Controller};
+use crate::feedback::WireFeedback;
+use crate::media::encoder::EncoderModel;
+use crate::media::frame::FrameInfo;
+use crate::media::packetizer::{MediaPacket, Packetizer};
+use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
+use crate::pacer::Pacer;
+use crate::time::{Duration, Instant};
+use crate::units::{Bitrate, Bytes};
+
+/// How long sent packets are remembered to join with feedback
+/// (libwebrtc keeps 60 s, `kSendTimeHistoryWindow`; 10 s suffices for any
+/// feedback that still matters and bounds memory).
+const HISTORY_WINDOW: Duration = Duration::from_secs(10);
+
+/// Sender settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderConfig {
+    /// Congestion controller.
+    pub cc: CcConfig,
+    /// Packet sizes.
+    pub packetizer: Packetizer,
+}
+
+/// A packet to put on the wire now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Transport-wide sequence number.
+    pub seq: SeqNo,
+    /// The media it carries.
+    pub packet: MediaPacket,
+    /// Send time (= `now` of the `poll_transmit` call).
+    pub send_time: Instant,
+}
+
+/// Counters of a sender session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Frames produced by the encoder.
+    pub frames_encoded: u64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Bytes sent on the wire.
+    pub bytes_sent: u64,
+    /// Payload bytes sent.
+    pub payload_sent: u64,
+    /// Packets the receiver reported lost (first report of each).
+    pub packets_reported_lost: u64,
+    /// Packets the receiver reported received.
+    pub packets_reported_received: u64,
+    /// Feedback reports processed.
+    pub feedback_reports: u64,
+    /// Feedback entries that matched no packet we remember (dropped and counted).
+    pub unknown_feedback_entries: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct HistoryEntry {
+    sent: SentPacket,
+    reported: bool,
+    received: bool,
+}
+
+/// The media sender.
+#[derive(Debug)]
+pub struct SenderSession<E> {
+    cc: Controller,
+    pacer: Pacer,
+    encoder: E,
+    packetizer: Packetizer,
+    queue: VecDeque<MediaPacket>,
+    queued_bytes: Bytes,
+    next_seq: SeqNo,
+    history: VecDeque<HistoryEntry>,
+    history_base: SeqNo,
+    in_flight: Bytes,
+    report: FeedbackReport,
+    stats: SenderStats,
+    last_now: Instant,
+}
+
+impl<E: EncoderModel> SenderSession<E> {
+    /// A session starting at `now`.
+    pub fn new(now: Instant, config: SenderConfig, mut encoder: E) -> Self {
+        let cc = config.cc.build(now);
+        let pacer = Pacer::new(now, cc.send_budget());
+        encoder.set_target(now, cc.target_bitrate());
+        SenderSession {
+            pacer,
+            cc,
+            encoder,
+            packetizer: config.packetizer,
+            queue: VecDeque::with_capacity(256),
+            queued_bytes: Bytes::ZERO,
+            next_seq: 0,
+            history: VecDeque::with_capacity(4096),
+            history_base: 0,
+            in_flight: Bytes::ZERO,
+            report: FeedbackReport::default(),
+            stats: SenderStats::default(),
+            last_now: now,
+        }
+    }
+
+    /// The congestion controller.
+    pub fn controller(&self) -> &Controller {
+        &self.cc
+    }
+    /// The encoder.
+    pub fn encoder(&self) -> &E {
+        &self.encoder
+    }
+    /// Counters.
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+    /// Bytes sent and not yet reported received or lost.
+    pub fn bytes_in_flight(&self) -> Bytes {
+        self.in_flight
+    }
+    /// Bytes waiting in the pacer queue.
+    pub fn queued_bytes(&self) -> Bytes {
+        self.queued_bytes
+    }
+    /// Current target bitrate of the controller.
+    pub fn target_bitrate(&self) -> Bitrate {
+        self.cc.target_bitrate()
+    }
+
+    fn sync_controls(&mut self, now: Instant) {
+        self.pacer.set_budget(now, self.cc.send_budget());
+        self.encoder.set_target(now, self.cc.target_bitrate());
+    }
+
+    /// Timers: produce due frames, fire the controller's timer.
+    pub fn on_timeout(&mut self, now: Instant) {
+        debug_assert!(now >= self.last_now, "time went backwards");
+        self.last_now = now;
+        while self.encoder.poll_timeout().is_some_and(|t| t <= now) {
+            let Some(frame) = self.encoder.produce(now) else { break };
+            self.stats.frames_encoded += 1;
+            let n = self.packetizer.packet_count(frame.size);
+            let queue = &mut self.queue;
+            let mut added = Bytes::ZERO;
+            self.packetizer.packetize(frame.frame_id, frame.frame_type, frame.capture_time, frame.size, |p| {
+                added += p.wire_size;
+                queue.push_back(p);
+            });
+            self.queued_bytes += added;
+            self.pacer.on_frame_queued(now);
+            let info = FrameInfo {
+                frame_id: frame.frame_id,
+                capture_time: frame.capture_time,
+                size: frame.size,
+                frame_type: frame.frame_type,
+                num_packets: n,
+                target_bitrate: frame.target_bitrate,
+            };
+            self.cc.on_frame(now, &info);
+        }
+        if self.cc.poll_timeout().is_some_and(|t| t <= now) {
+            self.cc.on_timeout(now);
+            self.sync_controls(now);
+        }
+    }
+
+    /// The next packet to send now, if the window and the pacer allow.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let head = *self.queue.front()?;
+        if let Some(cwnd) = self.cc.send_budget().cwnd {
+            if self.in_flight >= cwnd {
+                return None;
+            }
+        }
+        if !self.pacer.can_send(now) {
+            return None;
+        }
+        self.queue.pop_front();
+        self.queued_bytes -= head.wire_size;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.in_flight += head.wire_size;
+        let sent = SentPacket {
+            seq,
+            size: head.wire_size,
+            send_time: now,
+            kind: PacketKind::Media,
+            frame_id: Some(head.frame_id),
+            first_in_frame: head.index == 0,
+            last_in_frame: head.last_in_frame,
+            bytes_in_flight: self.in_flight,
+        };
+        if self.history.is_empty() {
+            self.history_base = seq;
+        }
+        self.history.push_back(HistoryEntry { sent, reported: false, received: false });
+        self.pacer.on_sent(now, head.wire_size);
+        self.cc.on_packet_sent(now, &sent);
+        self.pacer.set_budget(now, self.cc.send_budget());
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += head.wire_size.get();
+        self.stats.payload_sent += head.payload.get();
+        Some(Transmit { seq, packet: head, send_time: now })
+    }
+
+    /// Feedback from the receiver arrived.
+    pub fn handle_feedback(&mut self, now: Instant, fb: &WireFeedback) {
+        self.last_now = now;
+        self.stats.feedback_reports += 1;
+        self.report.packets.clear();
+        self.report.report_time = fb.report_time;
+        let first_new = fb.packets.iter().map(|&(s, _)| s).find(|&s| {
+            s.checked_sub(self.history_base)
+                .and_then(|i| self.history.get(i as usize))
+                .is_some_and(|e| !e.reported)
+        });
+        // Packets older than the first newly reported one that were never
+        // reported were covered by a lost feedback packet: their fate is unknown,
+        // so they leave the in-flight count without being shown to the controller.
+        if let Some(first) = first_new {
+            for e in self.history.iter_mut() {
+                if e.sent.seq >= first {
+                    break;
+                }
+                if !e.reported {
+                    e.reported = true;
+                    self.in_flight -= e.sent.size;
+                }
+            }
+        }
+        for &(seq, arrival) in &fb.packets {
+            let Some(e) = seq.checked_sub(self.history_base).and_then(|i| self.history.get_mut(i as usize)) else {
+                self.stats.unknown_feedback_entries += 1;
+                continue;
+            };
+            if !e.reported {
+                e.reported = true;
+                self.in_flight -= e.sent.size;
+                if arrival.is_some() {
+                    self.stats.packets_reported_received += 1;
+                } else {
+                    self.stats.packets_reported_lost += 1;
+                }
+            } else if arrival.is_none() || e.received {
+                // Already known; a repeated loss or duplicate says nothing new.
+                continue;
+            }
+            e.received |= arrival.is_some();
+            self.report.packets.push(PacketResult { sent: e.sent, arrival });
+        }
+        while let Some(front) = self.history.front() {
+            let old = now.saturating_duration_since(front.sent.send_time) > HISTORY_WINDOW;
+            if front.reported && old || old && self.history.len() > 1 {
+                if !front.reported {
+                    self.in_flight -= front.sent.size;
+                }
+                self.history.pop_front();
+                self.history_base += 1;
+            } else {
+                break;
+            }
+        }
+        if !self.report.packets.is_empty() {
+            self.cc.on_feedback(now, &self.report);
+        }
+        self.sync_controls(now);
+    }
+
+    /// When `on_timeout` (or `poll_transmit`) should next be called.
+    pub fn poll_timeout(&mut self, now: Instant) -> Option<Instant> {
+        let mut t = self.encoder.poll_timeout();
+        let mut consider = |x: Option<Instant>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t: Instant| t.min(x)));
+            }
+        };
+        consider(self.cc.poll_timeout());
+        if !self.queue.is_empty() {
+            let window_open = self.cc.send_budget().cwnd.is_none_or(|c| self.in_flight < c);
+            if window_open {
+                consider(Some(self.pacer.next_send_time(now)));
+            }
+        }
+        t.map(|t| t.max(now))
+    }
+}

@@ -1,0 +1,88 @@
+//! `summary.json` (DESIGN §4.2): per-flow and per-link metrics of DESIGN §6.
+//!
+//! Metrics that do not apply to a flow's kind are absent, not zero. The file
+//! holds nothing that depends on the machine (no wall time), so the same
+//! scenario and seed give byte-identical files.
+
+use serde_json::{json, Map, Value};
+
+use crate::metrics::{jain_index, DelaySummary};
+use crate::scenario::FlowKind;
+use crate::world::World;
+
+fn delay_json(s: DelaySummary) -> Value {
+    json!({ "mean": round3(s.mean), "p50": round3(s.p50), "p95": round3(s.p95) })
+}
+
+/// Rounds to 3 decimals so that the file is stable and readable.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
+    let duration = world.end - rtcc_core::Instant::ZERO;
+    let mut flows = Vec::new();
+    let mut goodputs = Vec::new();
+    for f in &world.flows {
+        let active = (f.stop.min(world.end) - f.start).as_secs_f64().max(1e-9);
+        let goodput_kbps = f.counters.goodput_bytes as f64 * 8.0 / active / 1000.0;
+        goodputs.push(goodput_kbps);
+        let mut m = Map::new();
+        m.insert("name".into(), json!(f.name));
+        m.insert("kind".into(), json!(f.kind.as_str()));
+        if !f.cc.is_empty() {
+            m.insert("cc".into(), json!(f.cc));
+        }
+        if let (FlowKind::Media, Some(media)) = (f.kind, f.media) {
+            m.insert("media_bitrate_kbps".into(), json!(round3(media.delivered_payload.get() as f64 * 8.0 / active / 1000.0)));
+        }
+        m.insert("goodput_kbps".into(), json!(round3(goodput_kbps)));
+        if f.kind == FlowKind::Media {
+            m.insert("frame_delay_ms".into(), delay_json(f.frame_delay.summary()));
+            if let Some(media) = f.media {
+                m.insert("stall_ratio".into(), json!(round3(media.stall_ratio * 1000.0) / 1000.0));
+                m.insert("frames_displayed".into(), json!(media.frames_displayed));
+                m.insert("frames_dropped".into(), json!(media.frames_dropped));
+            }
+            if f.accuracy_n > 0 {
+                m.insert("bw_estimate_accuracy".into(), json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0));
+            }
+        }
+        let sent = f.counters.packets_sent;
+        let loss = if sent == 0 { 0.0 } else { f.counters.packets_dropped as f64 / sent as f64 };
+        m.insert("loss_rate".into(), json!(round3(loss * 1000.0) / 1000.0));
+        m.insert("owd_ms".into(), delay_json(f.owd.summary()));
+        m.insert("packets_sent".into(), json!(sent));
+        m.insert("packets_lost".into(), json!(f.counters.packets_dropped));
+        flows.push(Value::Object(m));
+    }
+    let links: Vec<Value> = world
+        .links
+        .iter()
+        .zip(&world.link_names)
+        .map(|(l, name)| {
+            let s = l.stats();
+            json!({
+                "name": name,
+                "queue_delay_ms": delay_json(s.queue_delay.summary()),
+                "drops": s.drops_queue + s.drops_loss,
+                "drops_queue": s.drops_queue,
+                "drops_loss": s.drops_loss,
+                "packets": s.packets_in,
+                "utilization": round3(if duration.is_zero() { 0.0 } else {
+                    let cap = l.mean_capacity(rtcc_core::Instant::ZERO, world.end).as_bps_f64();
+                    if cap <= 0.0 || !cap.is_finite() || cap >= u64::MAX as f64 { 0.0 } else { s.bytes_delivered as f64 * 8.0 / duration.as_secs_f64() / cap }
+                }),
+            })
+        })
+        .collect();
+    json!({
+        "scenario": scenario,
+        "seed": seed,
+        "duration_s": duration.as_secs_f64(),
+        "rtcc_version": env!("CARGO_PKG_VERSION"),
+        "flows": flows,
+        "links": links,
+        "fairness": { "jain": round3(jain_index(&goodputs) * 1000.0) / 1000.0 },
+    })
+}

@@ -1,0 +1,837 @@
+//! Scenario files (DESIGN §4.1): TOML with units in strings.
+//!
+//! Every field has a default; an unknown key or a bad value is a
+//! [`ScenarioError`] that names the file, the line, the key and the value, in
+//! one line. Parsing checks the syntax and each value; [`Scenario`] then checks
+//! the relations between values (a flow's kind and its options, trace files that
+//! must exist, ...), still pointing at the line of the key at fault.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use rtcc_core::{Bitrate, Bytes, Duration, Probability};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A scenario that failed to load or validate. Displays as one line:
+/// `FILE:LINE: key `KEY`: MESSAGE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub struct ScenarioError {
+    /// The scenario's file name, or an origin such as `<dict>`.
+    pub file: String,
+    /// 1-based line of the key at fault, when known.
+    pub line: Option<usize>,
+    /// Dotted path of the key at fault (`link[0].rate`), when known.
+    pub key: Option<String>,
+    /// What is wrong, including the offending value.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": key `{k}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl ScenarioError {
+    pub(crate) fn at(origin: &Origin, span: Option<std::ops::Range<usize>>, key: &str, message: impl Into<String>) -> Self {
+        ScenarioError {
+            file: origin.name.clone(),
+            line: span.map(|s| origin.line_of(s.start)),
+            key: if key.is_empty() { None } else { Some(key.to_string()) },
+            message: message.into(),
+        }
+    }
+}
+
+/// Where a scenario's text came from, for error messages and relative paths.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    pub(crate) name: String,
+    pub(crate) dir: Option<PathBuf>,
+    text: String,
+}
+
+impl Origin {
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The file's shape. Field names are a contract (DESIGN §4.1): extend, don't rename.
+
+/// The topology the links form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TopologyKind {
+    /// All flows share one forward link (the first `[[link]]`) and one reverse link.
+    #[default]
+    Single,
+    /// N senders and N receivers with their own access links on both sides of a
+    /// shared bottleneck, in both directions.
+    Dumbbell,
+}
+
+/// `[topology]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopologySpec {
+    /// single | dumbbell.
+    pub kind: TopologyKind,
+    /// Dumbbell access links: rate.
+    pub access_rate: Bitrate,
+    /// Dumbbell access links: one-way propagation delay.
+    pub access_delay: Duration,
+    /// Dumbbell access links: queue size.
+    pub access_queue: QueueSpec,
+    /// Rate of the reverse path (feedback, ACKs). Default: same as the forward bottleneck
+    /// for a dumbbell, unlimited for a single link.
+    pub reverse_rate: Option<Bitrate>,
+    /// One-way delay of the reverse path. Default: the forward link's delay.
+    pub reverse_delay: Option<Duration>,
+    /// Queue of the reverse path. Default: same as forward for a dumbbell, unlimited otherwise.
+    pub reverse_queue: Option<QueueSpec>,
+}
+
+impl Default for TopologySpec {
+    fn default() -> Self {
+        TopologySpec {
+            kind: TopologyKind::Single,
+            access_rate: Bitrate::mbps(100),
+            access_delay: Duration::from_millis(1),
+            access_queue: QueueSpec::Bytes(Bytes::new(10_000_000)),
+            reverse_rate: None,
+            reverse_delay: None,
+            reverse_queue: None,
+        }
+    }
+}
+
+/// A queue size: `"60KB"`, `"50pkts"`, `"100ms"` (at link rate) or `"unlimited"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueSpec {
+    /// No limit.
+    #[default]
+    Unlimited,
+    /// Bytes.
+    Bytes(Bytes),
+    /// Packets.
+    Packets(u32),
+    /// Time at the link's rate.
+    Time(Duration),
+}
+
+impl std::str::FromStr for QueueSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if t == "unlimited" {
+            return Ok(QueueSpec::Unlimited);
+        }
+        if let Some(n) = t.strip_suffix("pkts").or_else(|| t.strip_suffix("pkt")) {
+            return n
+                .trim()
+                .parse::<u32>()
+                .map(QueueSpec::Packets)
+                .map_err(|_| format!("invalid queue size \"{s}\": packet count must be a whole number, e.g. \"50pkts\""));
+        }
+        if let Ok(b) = t.parse::<Bytes>() {
+            return Ok(QueueSpec::Bytes(b));
+        }
+        if let Ok(d) = t.parse::<Duration>() {
+            return Ok(QueueSpec::Time(d));
+        }
+        Err(format!(
+            "invalid queue size \"{s}\": expected bytes (\"60KB\"), packets (\"50pkts\"), time at link rate (\"100ms\") or \"unlimited\""
+        ))
+    }
+}
+
+impl<'de> Deserialize<'de> for QueueSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(de::Error::custom)
+    }
+}
+
+/// Trace file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceFormatSpec {
+    /// mm-link delivery opportunities, one ms timestamp per line.
+    Mahimahi,
+    /// `seconds Mbps` lines (Lumos5G, Norway HSDPA, FCC).
+    Throughput,
+    /// OpenNetLab JSON.
+    Opennetlab,
+}
+
+/// One step of a piecewise rate schedule: from `at`, the rate is `rate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleStep {
+    /// Offset from the start of the run.
+    pub at: Duration,
+    /// Rate from then on.
+    pub rate: Bitrate,
+}
+
+/// Random loss model names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossModelKind {
+    /// No random loss.
+    #[default]
+    None,
+    /// Independent losses with probability `p`.
+    Bernoulli,
+    /// Two-state Markov loss.
+    GilbertElliott,
+}
+
+/// `loss = { model = ..., ... }`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossSpec {
+    /// none | bernoulli | gilbert-elliott.
+    #[serde(default)]
+    pub model: LossModelKind,
+    /// Bernoulli loss probability.
+    #[serde(default, deserialize_with = "de_opt_prob")]
+    pub p: Option<Probability>,
+    /// Gilbert–Elliott: time step of the state chain.
+    pub step: Option<Duration>,
+    /// Gilbert–Elliott: P(good → bad) per step.
+    #[serde(default, deserialize_with = "de_opt_prob")]
+    pub p_gb: Option<Probability>,
+    /// Gilbert–Elliott: P(bad → good) per step.
+    #[serde(default, deserialize_with = "de_opt_prob")]
+    pub p_bg: Option<Probability>,
+    /// Gilbert–Elliott: loss probability in the good state.
+    #[serde(default, deserialize_with = "de_opt_prob")]
+    pub loss_good: Option<Probability>,
+    /// Gilbert–Elliott: loss probability in the bad state.
+    #[serde(default, deserialize_with = "de_opt_prob")]
+    pub loss_bad: Option<Probability>,
+}
+
+fn de_opt_prob<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Probability>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum P {
+        F(f64),
+        S(String),
+    }
+    match P::deserialize(d)? {
+        P::F(x) => Probability::new(x).map(Some).map_err(de::Error::custom),
+        P::S(s) => s.parse::<Probability>().map(Some).map_err(de::Error::custom),
+    }
+}
+
+/// `[[link]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Name, used in outputs ("bottleneck").
+    pub name: String,
+    /// Constant rate.
+    pub rate: Option<Spanned<Bitrate>>,
+    /// Trace file (path relative to the working directory or to the scenario file).
+    pub trace: Option<Spanned<String>>,
+    /// Format of `trace`.
+    pub trace_format: Option<Spanned<TraceFormatSpec>>,
+    /// Piecewise-constant schedule.
+    pub schedule: Option<Spanned<Vec<ScheduleStep>>>,
+    /// One-way propagation delay.
+    #[serde(default)]
+    pub delay: Duration,
+    /// Queue size.
+    #[serde(default)]
+    pub queue: QueueSpec,
+    /// Extra per-packet delay, uniform in [0, jitter].
+    #[serde(default)]
+    pub jitter: Duration,
+    /// Random loss.
+    pub loss: Option<Spanned<LossSpec>>,
+    /// Bytes per Mahimahi delivery opportunity.
+    #[serde(default = "default_opportunity")]
+    pub mahimahi_opportunity: Bytes,
+}
+
+fn default_opportunity() -> Bytes {
+    Bytes::new(1500)
+}
+
+/// Flow kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowKind {
+    /// A video session: encoder → packetizer → CC → pacer → network → receiver.
+    Media,
+    /// A TCP bulk transfer.
+    Tcp,
+    /// Constant-bit-rate UDP.
+    UdpCbr,
+}
+
+impl FlowKind {
+    /// The name used in scenarios and outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowKind::Media => "media",
+            FlowKind::Tcp => "tcp",
+            FlowKind::UdpCbr => "udp-cbr",
+        }
+    }
+}
+
+/// `encoder = { ... }` of a media flow.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EncoderSpec {
+    /// Only "parametric" for now.
+    pub kind: String,
+    /// Frames per second.
+    pub fps: f64,
+    /// Frames per group of pictures.
+    pub gop: u32,
+    /// Key-frame size as a multiple of a delta frame.
+    pub i_frame_factor: f64,
+    /// Coefficient of variation of frame sizes.
+    pub size_variability: f64,
+    /// Delay before the encoder follows a new target.
+    pub reaction_delay: Duration,
+    /// Lowest bitrate.
+    pub min_bitrate: Bitrate,
+    /// Highest bitrate.
+    pub max_bitrate: Bitrate,
+    /// Bitrate before the first target.
+    pub start_bitrate: Option<Bitrate>,
+    /// Encoded-to-target ratio model.
+    pub etr: Option<EtrSpec>,
+}
+
+impl Default for EncoderSpec {
+    fn default() -> Self {
+        EncoderSpec {
+            kind: "parametric".into(),
+            fps: 30.0,
+            gop: 60,
+            i_frame_factor: 10.0,
+            size_variability: 0.1,
+            reaction_delay: Duration::from_millis(100),
+            min_bitrate: Bitrate::kbps(50),
+            max_bitrate: Bitrate::kbps(2500),
+            start_bitrate: None,
+            etr: None,
+        }
+    }
+}
+
+/// `etr = { ... }`: exactly one of `constant`, `profile`, `schedule`, `distribution`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtrSpec {
+    /// A constant ratio.
+    pub constant: Option<f64>,
+    /// A named profile: "ios", "android", "none".
+    pub profile: Option<String>,
+    /// `[["0s", 1.0], ["30s", 0.6]]`: ratio from each offset on.
+    pub schedule: Option<Vec<(Duration, f64)>>,
+    /// "uniform" | "normal" | "beta" | "empirical".
+    pub distribution: Option<String>,
+    /// Uniform lower bound.
+    pub lo: Option<f64>,
+    /// Uniform upper bound.
+    pub hi: Option<f64>,
+    /// Normal mean.
+    pub mean: Option<f64>,
+    /// Normal standard deviation.
+    pub std: Option<f64>,
+    /// Beta shape a.
+    pub a: Option<f64>,
+    /// Beta shape b.
+    pub b: Option<f64>,
+    /// Beta scale.
+    pub scale: Option<f64>,
+    /// Empirical values.
+    pub values: Option<Vec<f64>>,
+    /// Redraw period of a distribution.
+    pub every: Option<Duration>,
+}
+
+/// `[[flow]]`. Options that do not apply to the flow's kind are errors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Name, used in outputs.
+    pub name: String,
+    /// media | tcp | udp-cbr.
+    pub kind: Spanned<FlowKind>,
+    /// Congestion controller (media: gcc | fixed; tcp: newreno).
+    pub cc: Option<Spanned<String>>,
+    /// Start time.
+    #[serde(default)]
+    pub start: Duration,
+    /// Stop time (default: end of run).
+    pub stop: Option<Spanned<Duration>>,
+    /// Media: encoder model.
+    pub encoder: Option<Spanned<EncoderSpec>>,
+    /// Media: algorithm-specific overrides.
+    pub cc_config: Option<Spanned<toml::Table>>,
+    /// Media: payload bytes per packet (default 1200).
+    pub mtu: Option<Spanned<Bytes>>,
+    /// Media: feedback interval (default 50 ms).
+    pub feedback_interval: Option<Spanned<Duration>>,
+    /// udp-cbr: rate.
+    pub rate: Option<Spanned<Bitrate>>,
+    /// udp-cbr: payload bytes per packet (default 1200).
+    pub packet_size: Option<Spanned<Bytes>>,
+    /// tcp: segment payload (default 1448 B).
+    pub mss: Option<Spanned<Bytes>>,
+    /// tcp: delayed ACKs (default false).
+    pub delayed_ack: Option<Spanned<bool>>,
+    /// tcp: initial window in segments (default 10).
+    pub initial_cwnd: Option<Spanned<u32>>,
+    /// tcp: minimum RTO (default 1 s).
+    pub min_rto: Option<Spanned<Duration>>,
+    /// Dumbbell: this flow's access-link delay (both sides), overriding the topology's.
+    pub access_delay: Option<Spanned<Duration>>,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSpec {
+    /// Interval of `timeseries.csv` rows.
+    pub sample_interval: Duration,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec { sample_interval: Duration::from_millis(100) }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default = "default_duration")]
+    duration: Spanned<Duration>,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    #[serde(default)]
+    topology: TopologySpec,
+    #[serde(default, rename = "link")]
+    links: Vec<Spanned<LinkSpec>>,
+    #[serde(default, rename = "flow")]
+    flows: Vec<Spanned<FlowSpec>>,
+    #[serde(default)]
+    output: OutputSpec,
+}
+
+fn default_duration() -> Spanned<Duration> {
+    Spanned::new(0..0, Duration::from_secs(60))
+}
+fn default_seed() -> u64 {
+    1
+}
+
+/// A parsed and validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Scenario name (defaults to the file stem).
+    pub name: String,
+    /// Simulated duration.
+    pub duration: Duration,
+    /// Seed used unless the run overrides it.
+    pub seed: u64,
+    /// Topology options.
+    pub topology: TopologySpec,
+    /// Links, in file order.
+    pub links: Vec<Spanned<LinkSpec>>,
+    /// Flows, in file order.
+    pub flows: Vec<Spanned<FlowSpec>>,
+    /// Output options.
+    pub output: OutputSpec,
+    pub(crate) origin: Origin,
+}
+
+impl Scenario {
+    /// Load a scenario file.
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: name.clone(),
+            line: None,
+            key: None,
+            message: format!("cannot read scenario file: {e}"),
+        })?;
+        let dir = path.parent().map(Path::to_path_buf);
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        Self::parse(text, name, dir, stem)
+    }
+
+    /// Parse a scenario from TOML text; `origin` names it in error messages
+    /// (e.g. `<dict>`). Relative trace paths resolve against the working directory.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        Self::parse(text.to_string(), origin.to_string(), None, None)
+    }
+
+    /// Scenario name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Simulated duration.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+    /// Default seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn parse(text: String, name: String, dir: Option<PathBuf>, stem: Option<String>) -> Result<Scenario, ScenarioError> {
+        let origin = Origin { name, dir, text };
+        let de = toml::Deserializer::new(&origin.text);
+        let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string().replace("$__serde_spanned_private_value.", "").replace(".$__serde_spanned_private_value", "");
+            let inner = e.into_inner();
+            let key = if path == "." { String::new() } else { path };
+            ScenarioError::at(&origin, inner.span(), &key, inner.message().trim().to_string())
+        })?;
+        let scenario = Scenario {
+            name: file.name.or(stem).unwrap_or_else(|| "scenario".into()),
+            duration: *file.duration.get_ref(),
+            seed: file.seed,
+            topology: file.topology,
+            links: file.links,
+            flows: file.flows,
+            output: file.output,
+            origin,
+        };
+        scenario.validate(file.duration.span())?;
+        Ok(scenario)
+    }
+
+    pub(crate) fn error(&self, span: Option<std::ops::Range<usize>>, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::at(&self.origin, span, key, message)
+    }
+
+    /// Resolve a trace path: absolute as is; else relative to the working
+    /// directory, else to the scenario's folder or any folder above it.
+    pub(crate) fn resolve_path(&self, p: &str) -> Result<PathBuf, Vec<PathBuf>> {
+        let path = PathBuf::from(p);
+        if path.is_absolute() {
+            return if path.exists() { Ok(path) } else { Err(vec![path]) };
+        }
+        let mut tried = vec![path.clone()];
+        if path.exists() {
+            return Ok(path);
+        }
+        let mut dir = self.origin.dir.clone();
+        while let Some(d) = dir {
+            let cand = d.join(&path);
+            if cand.exists() {
+                return Ok(cand);
+            }
+            tried.push(cand);
+            dir = d.parent().map(Path::to_path_buf).filter(|p| !p.as_os_str().is_empty());
+        }
+        Err(tried)
+    }
+
+    fn validate(&self, duration_span: std::ops::Range<usize>) -> Result<(), ScenarioError> {
+        let dspan = if duration_span.is_empty() { None } else { Some(duration_span) };
+        if self.duration.is_zero() {
+            return Err(self.error(dspan, "duration", "must be greater than 0s"));
+        }
+        if self.links.is_empty() {
+            return Err(self.error(None, "link", "a scenario needs at least one [[link]]"));
+        }
+        if self.flows.is_empty() {
+            return Err(self.error(None, "flow", "a scenario needs at least one [[flow]]"));
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for (i, l) in self.links.iter().enumerate() {
+            let span = Some(l.span());
+            let key = |k: &str| format!("link[{i}].{k}");
+            if names.contains(&l.get_ref().name.as_str()) {
+                return Err(self.error(span, &key("name"), format!("duplicate link name \"{}\"", l.get_ref().name)));
+            }
+            names.push(&l.get_ref().name);
+            let spec = l.get_ref();
+            let sources = spec.rate.is_some() as u8 + spec.trace.is_some() as u8 + spec.schedule.is_some() as u8;
+            if sources != 1 {
+                return Err(self.error(span, &key("rate"), "give exactly one of `rate`, `trace` or `schedule`"));
+            }
+            if let Some(r) = &spec.rate {
+                if r.get_ref().is_zero() {
+                    return Err(self.error(Some(r.span()), &key("rate"), "must be greater than 0bps"));
+                }
+            }
+            if let Some(t) = &spec.trace {
+                if spec.trace_format.is_none() {
+                    return Err(self.error(Some(t.span()), &key("trace_format"), "a trace needs `trace_format` = \"mahimahi\" | \"throughput\" | \"opennetlab\""));
+                }
+                if let Err(tried) = self.resolve_path(t.get_ref()) {
+                    let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+                    return Err(self.error(
+                        Some(t.span()),
+                        &key("trace"),
+                        format!("trace file \"{}\" not found (looked in: {})", t.get_ref(), tried.join(", ")),
+                    ));
+                }
+            } else if let Some(f) = &spec.trace_format {
+                return Err(self.error(Some(f.span()), &key("trace_format"), "`trace_format` without `trace`"));
+            }
+            if let Some(s) = &spec.schedule {
+                let steps = s.get_ref();
+                if steps.is_empty() || !steps[0].at.is_zero() {
+                    return Err(self.error(Some(s.span()), &key("schedule"), "a schedule must start with a step at \"0s\""));
+                }
+                if steps.windows(2).any(|w| w[1].at <= w[0].at) {
+                    return Err(self.error(Some(s.span()), &key("schedule"), "schedule steps must be in increasing `at` order"));
+                }
+            }
+            if let Some(loss) = &spec.loss {
+                self.validate_loss(i, loss)?;
+            }
+        }
+        if self.topology.kind == TopologyKind::Dumbbell && !self.links.iter().any(|l| l.get_ref().name == "bottleneck") && self.links.len() > 1 {
+            return Err(self.error(None, "link", "a dumbbell with several links needs one named \"bottleneck\""));
+        }
+        let mut fnames: Vec<&str> = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            self.validate_flow(i, f)?;
+            if fnames.contains(&f.get_ref().name.as_str()) {
+                return Err(self.error(Some(f.span()), &format!("flow[{i}].name"), format!("duplicate flow name \"{}\"", f.get_ref().name)));
+            }
+            fnames.push(&f.get_ref().name);
+        }
+        if self.output.sample_interval.is_zero() {
+            return Err(self.error(None, "output.sample_interval", "must be greater than 0s"));
+        }
+        Ok(())
+    }
+
+    fn validate_loss(&self, i: usize, loss: &Spanned<LossSpec>) -> Result<(), ScenarioError> {
+        let l = loss.get_ref();
+        let span = Some(loss.span());
+        let key = format!("link[{i}].loss");
+        let ge_given = l.step.is_some() || l.p_gb.is_some() || l.p_bg.is_some() || l.loss_good.is_some() || l.loss_bad.is_some();
+        match l.model {
+            LossModelKind::None => {
+                if l.p.is_some() || ge_given {
+                    return Err(self.error(span, &key, "loss parameters given with model = \"none\" (set `model`)"));
+                }
+            }
+            LossModelKind::Bernoulli => {
+                if l.p.is_none() {
+                    return Err(self.error(span, &format!("{key}.p"), "model = \"bernoulli\" needs `p`"));
+                }
+                if ge_given {
+                    return Err(self.error(span, &key, "Gilbert–Elliott parameters given with model = \"bernoulli\""));
+                }
+            }
+            LossModelKind::GilbertElliott => {
+                for (name, v) in [("p_gb", l.p_gb), ("p_bg", l.p_bg), ("loss_good", l.loss_good), ("loss_bad", l.loss_bad)] {
+                    if v.is_none() {
+                        return Err(self.error(span, &format!("{key}.{name}"), "model = \"gilbert-elliott\" needs `step`, `p_gb`, `p_bg`, `loss_good`, `loss_bad`"));
+                    }
+                }
+                match l.step {
+                    None => return Err(self.error(span, &format!("{key}.step"), "model = \"gilbert-elliott\" needs `step`")),
+                    Some(s) if s.is_zero() => return Err(self.error(span, &format!("{key}.step"), "must be greater than 0s")),
+                    _ => {}
+                }
+                if l.p.is_some() {
+                    return Err(self.error(span, &format!("{key}.p"), "`p` is for model = \"bernoulli\""));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_flow(&self, i: usize, f: &Spanned<FlowSpec>) -> Result<(), ScenarioError> {
+        let spec = f.get_ref();
+        let kind = *spec.kind.get_ref();
+        let key = |k: &str| format!("flow[{i}].{k}");
+        // Options that belong to one kind only.
+        let not_for = |present: Option<std::ops::Range<usize>>, name: &str, allowed: &[FlowKind]| -> Result<(), ScenarioError> {
+            if let Some(span) = present {
+                if !allowed.contains(&kind) {
+                    let kinds: Vec<&str> = allowed.iter().map(|k| k.as_str()).collect();
+                    return Err(self.error(Some(span), &key(name), format!("only applies to flows of kind {} (this flow is {})", kinds.join("/"), kind.as_str())));
+                }
+            }
+            Ok(())
+        };
+        use FlowKind::*;
+        not_for(spec.encoder.as_ref().map(|s| s.span()), "encoder", &[Media])?;
+        not_for(spec.cc_config.as_ref().map(|s| s.span()), "cc_config", &[Media])?;
+        not_for(spec.mtu.as_ref().map(|s| s.span()), "mtu", &[Media])?;
+        not_for(spec.feedback_interval.as_ref().map(|s| s.span()), "feedback_interval", &[Media])?;
+        not_for(spec.rate.as_ref().map(|s| s.span()), "rate", &[UdpCbr])?;
+        not_for(spec.packet_size.as_ref().map(|s| s.span()), "packet_size", &[UdpCbr])?;
+        not_for(spec.mss.as_ref().map(|s| s.span()), "mss", &[Tcp])?;
+        not_for(spec.delayed_ack.as_ref().map(|s| s.span()), "delayed_ack", &[Tcp])?;
+        not_for(spec.initial_cwnd.as_ref().map(|s| s.span()), "initial_cwnd", &[Tcp])?;
+        not_for(spec.min_rto.as_ref().map(|s| s.span()), "min_rto", &[Tcp])?;
+        if spec.access_delay.is_some() && self.topology.kind != TopologyKind::Dumbbell {
+            return Err(self.error(spec.access_delay.as_ref().map(|s| s.span()), &key("access_delay"), "only applies to a dumbbell topology"));
+        }
+        if let Some(stop) = &spec.stop {
+            if *stop.get_ref() <= spec.start {
+                return Err(self.error(Some(stop.span()), &key("stop"), format!("stop ({}) must be after start ({})", stop.get_ref(), spec.start)));
+            }
+        }
+        let cc_names: &[&str] = match kind {
+            Media => rtcc_core::CcConfig::NAMES,
+            Tcp => &["newreno", "reno", "tahoe"],
+            UdpCbr => &[],
+        };
+        match (&spec.cc, kind) {
+            (None, Media) => return Err(self.error(Some(f.span()), &key("cc"), format!("a media flow needs `cc` (one of: {})", cc_names.join(", ")))),
+            (Some(cc), UdpCbr) => return Err(self.error(Some(cc.span()), &key("cc"), "udp-cbr flows have no congestion control")),
+            (Some(cc), _) if !cc_names.contains(&cc.get_ref().as_str()) => {
+                return Err(self.error(Some(cc.span()), &key("cc"), format!("unknown congestion controller \"{}\" for a {} flow (one of: {})", cc.get_ref(), kind.as_str(), cc_names.join(", "))));
+            }
+            _ => {}
+        }
+        if kind == UdpCbr && spec.rate.is_none() {
+            return Err(self.error(Some(f.span()), &key("rate"), "a udp-cbr flow needs `rate`"));
+        }
+        for (name, v) in [("mtu", &spec.mtu), ("packet_size", &spec.packet_size), ("mss", &spec.mss)] {
+            if let Some(b) = v {
+                let n = b.get_ref().get();
+                if !(100..=65_000).contains(&n) {
+                    return Err(self.error(Some(b.span()), &key(name), format!("{} is out of range (100B..65000B)", b.get_ref())));
+                }
+            }
+        }
+        if let Some(e) = &spec.encoder {
+            let enc = e.get_ref();
+            let span = Some(e.span());
+            if enc.kind != "parametric" {
+                return Err(self.error(span, &key("encoder.kind"), format!("unknown encoder kind \"{}\" (one of: parametric)", enc.kind)));
+            }
+            if !(enc.fps.is_finite() && enc.fps > 0.0 && enc.fps <= 1000.0) {
+                return Err(self.error(span, &key("encoder.fps"), format!("{} is out of range (0, 1000]", enc.fps)));
+            }
+            if enc.min_bitrate > enc.max_bitrate {
+                return Err(self.error(span, &key("encoder.min_bitrate"), format!("min_bitrate {} exceeds max_bitrate {}", enc.min_bitrate, enc.max_bitrate)));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+duration = "10s"
+
+[[link]]
+name = "bottleneck"
+rate = "1Mbps"
+delay = "20ms"
+queue = "60KB"
+
+[[flow]]
+name = "v"
+kind = "media"
+cc = "gcc"
+"#;
+
+    fn err(text: &str) -> ScenarioError {
+        Scenario::from_toml_str(text, "s.toml").unwrap_err()
+    }
+
+    #[test]
+    fn parses_a_good_scenario() {
+        let s = Scenario::from_toml_str(GOOD, "s.toml").unwrap();
+        assert_eq!(s.name(), "t");
+        assert_eq!(s.duration(), Duration::from_secs(10));
+        assert_eq!(s.links[0].get_ref().queue, QueueSpec::Bytes(Bytes::new(60_000)));
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let e = err(&GOOD.replace("delay = \"20ms\"", "dealy = \"20ms\""));
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.to_string().contains("dealy"), "{e}");
+        assert!(e.to_string().starts_with("s.toml:8: key `link[0].dealy`"), "{e}");
+    }
+
+    #[test]
+    fn bad_unit_names_value() {
+        let e = err(&GOOD.replace("\"1Mbps\"", "\"3Mbs\""));
+        let s = e.to_string();
+        assert!(s.starts_with("s.toml:7:"), "{s}");
+        assert!(s.contains("link[0].rate"), "{s}");
+        assert!(s.contains("3Mbs"), "{s}");
+    }
+
+    #[test]
+    fn negative_delay_is_rejected() {
+        let e = err(&GOOD.replace("\"20ms\"", "\"-20ms\""));
+        let s = e.to_string();
+        assert!(s.contains("link[0].delay") && s.contains("-20ms") && s.contains("negative"), "{s}");
+        assert_eq!(e.line, Some(8));
+    }
+
+    #[test]
+    fn missing_trace_names_file() {
+        let text = GOOD.replace("rate = \"1Mbps\"", "trace = \"no/such.trace\"\ntrace_format = \"mahimahi\"");
+        let e = err(&text);
+        let s = e.to_string();
+        assert!(s.contains("no/such.trace") && s.contains("not found") && s.contains("link[0].trace"), "{s}");
+        assert_eq!(e.line, Some(7));
+    }
+
+    #[test]
+    fn kind_specific_options_are_checked() {
+        let e = err(&format!("{GOOD}rate = \"1Mbps\"\n"));
+        assert!(e.to_string().contains("only applies to flows of kind udp-cbr"), "{e}");
+        let e = err(&GOOD.replace("cc = \"gcc\"", "cc = \"nope\""));
+        assert!(e.to_string().contains("unknown congestion controller \"nope\""), "{e}");
+    }
+
+    #[test]
+    fn queue_specs() {
+        assert_eq!("50pkts".parse::<QueueSpec>(), Ok(QueueSpec::Packets(50)));
+        assert_eq!("100ms".parse::<QueueSpec>(), Ok(QueueSpec::Time(Duration::from_millis(100))));
+        assert_eq!("unlimited".parse::<QueueSpec>(), Ok(QueueSpec::Unlimited));
+        assert!("lots".parse::<QueueSpec>().is_err());
+    }
+
+    #[test]
+    fn loss_models_validate() {
+        let e = err(&GOOD.replace("queue = \"60KB\"", "queue = \"60KB\"\nloss = { model = \"bernoulli\" }"));
+        assert!(e.to_string().contains("needs `p`"), "{e}");
+        let e = err(&GOOD.replace("queue = \"60KB\"", "queue = \"60KB\"\nloss = { model = \"bernoulli\", p = 1.5 }"));
+        assert!(e.to_string().contains("[0, 1]"), "{e}");
+        Scenario::from_toml_str(
+            &GOOD.replace("queue = \"60KB\"", "queue = \"60KB\"\nloss = { model = \"gilbert-elliott\", step = \"30ms\", p_gb = 0.2, p_bg = 0.8, loss_good = 0.01, loss_bad = 0.4 }"),
+            "s.toml",
+        )
+        .unwrap();
+    }
+}

@@ -1,0 +1,1015 @@
+//! The simulated world: links wired into paths, flows with their endpoints,
+//! packets in flight, and the run loop.
+//!
+//! Packets live in an arena and are referred to by index; a packet's journey
+//! is one event per hop (a link computes the delivery instant at ingress, see
+//! [`crate::link`]). Endpoints are sans-IO objects (rtcc-core sessions, the TCP
+//! sender/receiver) polled after every input; their timers are events that are
+//! ignored when stale.
+
+use std::io::Write;
+
+use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig};
+use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
+use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig};
+use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
+use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
+use rtcc_core::rng;
+use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
+use rtcc_core::session::sender::{SenderConfig, SenderSession};
+use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
+
+use crate::engine::EventQueue;
+use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
+use crate::metrics::DelayHistogram;
+use crate::scenario::{EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, Scenario, ScenarioError, TopologyKind, TraceFormatSpec};
+use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender, TcpVariant};
+
+/// RNG element ids: links use `LINK_RNG + index`, flows `FLOW_RNG + index`.
+const LINK_RNG: u64 = 1 << 32;
+const FLOW_RNG: u64 = 2 << 32;
+
+/// IPv4 + UDP header bytes added to a CBR packet's payload.
+const UDP_IP_HEADER: Bytes = Bytes::new(28);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Fwd,
+    Rev,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Body {
+    Media { seq: u64, meta: MediaPacket },
+    Feedback { slot: u32 },
+    Seg(Segment),
+    Ack(Ack),
+    Cbr,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SimPacket {
+    flow: u32,
+    dir: Dir,
+    size: Bytes,
+    sent: Instant,
+    body: Body,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Event {
+    Hop { pkt: u32, hop: u16 },
+    SenderTimer { flow: u32 },
+    ReceiverTimer { flow: u32 },
+    FlowStart { flow: u32 },
+    FlowStop { flow: u32 },
+    Sample,
+    Progress,
+}
+
+enum SenderEp {
+    Idle,
+    Media(Box<SenderSession<ParametricEncoder>>),
+    Tcp(Box<TcpSender>),
+    Cbr { interval: Duration, next_k: u64, start: Instant, payload: Bytes },
+}
+
+enum ReceiverEp {
+    Idle,
+    Media(Box<ReceiverSession>),
+    Tcp(Box<TcpReceiver>),
+    Cbr,
+}
+
+/// What a flow is built from (kept until its start time).
+enum FlowSetup {
+    Media { sender: SenderConfig, encoder: ParametricEncoderConfig, receiver: ReceiverConfig },
+    Tcp(TcpConfig),
+    Cbr { rate: Bitrate, payload: Bytes },
+}
+
+/// Per-flow counters, cumulative.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FlowCounters {
+    pub(crate) packets_sent: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) packets_dropped: u64,
+    pub(crate) packets_received: u64,
+    /// Application bytes delivered: media/CBR payload received, TCP in-order bytes.
+    pub(crate) goodput_bytes: u64,
+}
+
+pub(crate) struct Flow {
+    pub(crate) name: String,
+    pub(crate) kind: FlowKind,
+    pub(crate) cc: String,
+    pub(crate) start: Instant,
+    pub(crate) stop: Instant,
+    fwd: (u32, u32),
+    rev: (u32, u32),
+    /// Index of the link whose capacity the flow's estimate is judged against.
+    pub(crate) bottleneck: usize,
+    setup: Option<FlowSetup>,
+    sender: SenderEp,
+    receiver: ReceiverEp,
+    sender_timer: Option<Instant>,
+    receiver_timer: Option<Instant>,
+    stopped: bool,
+    pub(crate) counters: FlowCounters,
+    pub(crate) owd: DelayHistogram,
+    pub(crate) frame_delay: DelayHistogram,
+    pub(crate) accuracy_sum: f64,
+    pub(crate) accuracy_n: u64,
+    /// Counters at the previous sample, for per-interval rates.
+    prev: FlowCounters,
+    pub(crate) media: Option<MediaOutcome>,
+    rng_seed: u64,
+    rng_id: u64,
+}
+
+/// End-of-run media results of a flow.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MediaOutcome {
+    pub(crate) delivered_payload: Bytes,
+    pub(crate) stall_ratio: f64,
+    pub(crate) frames_displayed: u64,
+    pub(crate) frames_dropped: u64,
+}
+
+/// Per-run outputs that stream to files.
+pub(crate) struct Sinks {
+    pub(crate) timeseries: Option<Box<dyn Write>>,
+    pub(crate) frames: Option<Box<dyn Write>>,
+}
+
+pub(crate) struct World {
+    pub(crate) now: Instant,
+    pub(crate) end: Instant,
+    queue: EventQueue<Event>,
+    pub(crate) links: Vec<Link>,
+    pub(crate) link_names: Vec<String>,
+    paths: Vec<u32>,
+    pub(crate) flows: Vec<Flow>,
+    packets: Vec<SimPacket>,
+    free: Vec<u32>,
+    fb_pool: Vec<WireFeedback>,
+    fb_free: Vec<u32>,
+    fb_scratch: WireFeedback,
+    sample_interval: Duration,
+    last_sample: Instant,
+    sinks: Sinks,
+    pub(crate) delivered_packets: u64,
+    io_error: Option<std::io::Error>,
+}
+
+fn queue_limit(q: QueueSpec) -> QueueLimit {
+    match q {
+        QueueSpec::Unlimited => QueueLimit::Unlimited,
+        QueueSpec::Bytes(b) => QueueLimit::Bytes(b),
+        QueueSpec::Packets(n) => QueueLimit::Packets(n),
+        QueueSpec::Time(d) => QueueLimit::Time(d),
+    }
+}
+
+impl World {
+    pub(crate) fn build(sc: &Scenario, seed: u64, sinks: Sinks) -> Result<World, ScenarioError> {
+        let mut links = Vec::new();
+        let mut link_names = Vec::new();
+        let mut paths: Vec<u32> = Vec::new();
+        let mut add_link = |links: &mut Vec<Link>, names: &mut Vec<String>, name: String, cfg: LinkConfig| -> u32 {
+            let id = links.len() as u64;
+            links.push(Link::new(cfg, rng::stream(seed, LINK_RNG + id)));
+            names.push(name);
+            id as u32
+        };
+        // The scenario's own links, forward direction.
+        let mut declared = Vec::new();
+        for (i, l) in sc.links.iter().enumerate() {
+            let cfg = Self::link_config(sc, i, l.get_ref(), l.span())?;
+            declared.push(add_link(&mut links, &mut link_names, l.get_ref().name.clone(), cfg));
+        }
+        let topo = &sc.topology;
+        let main_idx = sc.links.iter().position(|l| l.get_ref().name == "bottleneck").unwrap_or(0);
+        let main = declared[main_idx];
+        let main_spec = sc.links[main_idx].get_ref();
+        let main_cfg = links[main as usize].config().clone();
+        let reverse_cfg = {
+            let dumbbell = topo.kind == TopologyKind::Dumbbell;
+            let rate = match topo.reverse_rate {
+                Some(r) => RateModel::Constant(r),
+                None if dumbbell => main_cfg.rate.clone(),
+                None => RateModel::Constant(Bitrate::MAX),
+            };
+            let queue = match topo.reverse_queue {
+                Some(q) => queue_limit(q),
+                None if dumbbell => main_cfg.queue,
+                None => QueueLimit::Unlimited,
+            };
+            LinkConfig {
+                rate,
+                delay: topo.reverse_delay.unwrap_or(main_spec.delay),
+                jitter: Duration::ZERO,
+                queue,
+                loss: LossConfig::None,
+                mahimahi_opportunity: main_cfg.mahimahi_opportunity,
+            }
+        };
+        let rev_main = add_link(&mut links, &mut link_names, format!("{}-reverse", main_spec.name), reverse_cfg);
+
+        let mut flows = Vec::new();
+        for (i, f) in sc.flows.iter().enumerate() {
+            let spec = f.get_ref();
+            let (fwd, rev) = match topo.kind {
+                TopologyKind::Single => {
+                    let a = paths.len() as u32;
+                    paths.push(main);
+                    let b = paths.len() as u32;
+                    paths.push(rev_main);
+                    ((a, a + 1), (b, b + 1))
+                }
+                TopologyKind::Dumbbell => {
+                    let delay = spec.access_delay.as_ref().map(|d| *d.get_ref()).unwrap_or(topo.access_delay);
+                    let access = LinkConfig {
+                        rate: RateModel::Constant(topo.access_rate),
+                        delay,
+                        jitter: Duration::ZERO,
+                        queue: queue_limit(topo.access_queue),
+                        loss: LossConfig::None,
+                        mahimahi_opportunity: Bytes::new(1500),
+                    };
+                    let n = &spec.name;
+                    let s_up = add_link(&mut links, &mut link_names, format!("{n}-access-src"), access.clone());
+                    let d_down = add_link(&mut links, &mut link_names, format!("{n}-access-dst"), access.clone());
+                    let d_up = add_link(&mut links, &mut link_names, format!("{n}-access-dst-reverse"), access.clone());
+                    let s_down = add_link(&mut links, &mut link_names, format!("{n}-access-src-reverse"), access);
+                    let a = paths.len() as u32;
+                    paths.extend([s_up, main, d_down]);
+                    let b = paths.len() as u32;
+                    paths.extend([d_up, rev_main, s_down]);
+                    ((a, a + 3), (b, b + 3))
+                }
+            };
+            let setup = Self::flow_setup(sc, i, spec)?;
+            let start = Instant::ZERO + spec.start;
+            let stop = spec.stop.as_ref().map(|s| Instant::ZERO + *s.get_ref()).unwrap_or(Instant::ZERO + sc.duration);
+            flows.push(Flow {
+                name: spec.name.clone(),
+                kind: *spec.kind.get_ref(),
+                cc: spec.cc.as_ref().map(|c| c.get_ref().clone()).unwrap_or_default(),
+                start,
+                stop,
+                fwd,
+                rev,
+                bottleneck: main as usize,
+                setup: Some(setup),
+                sender: SenderEp::Idle,
+                receiver: ReceiverEp::Idle,
+                sender_timer: None,
+                receiver_timer: None,
+                stopped: false,
+                counters: FlowCounters::default(),
+                owd: DelayHistogram::new(),
+                frame_delay: DelayHistogram::new(),
+                accuracy_sum: 0.0,
+                accuracy_n: 0,
+                prev: FlowCounters::default(),
+                media: None,
+                rng_seed: seed,
+                rng_id: FLOW_RNG + i as u64,
+            });
+        }
+        let mut world = World {
+            now: Instant::ZERO,
+            end: Instant::ZERO + sc.duration,
+            queue: EventQueue::new(),
+            links,
+            link_names,
+            paths,
+            flows,
+            packets: Vec::with_capacity(4096),
+            free: Vec::with_capacity(4096),
+            fb_pool: Vec::new(),
+            fb_free: Vec::new(),
+            fb_scratch: WireFeedback::default(),
+            sample_interval: sc.output.sample_interval,
+            last_sample: Instant::ZERO,
+            sinks,
+            delivered_packets: 0,
+            io_error: None,
+        };
+        for i in 0..world.flows.len() {
+            let (start, stop) = (world.flows[i].start, world.flows[i].stop);
+            world.queue.push(start, Event::FlowStart { flow: i as u32 });
+            if stop < world.end {
+                world.queue.push(stop, Event::FlowStop { flow: i as u32 });
+            }
+        }
+        world.queue.push(Instant::ZERO + world.sample_interval, Event::Sample);
+        world.write_timeseries_header();
+        world.write_frames_header();
+        Ok(world)
+    }
+
+    fn link_config(sc: &Scenario, i: usize, l: &LinkSpec, span: std::ops::Range<usize>) -> Result<LinkConfig, ScenarioError> {
+        let key = |k: &str| format!("link[{i}].{k}");
+        let rate = if let Some(r) = &l.rate {
+            RateModel::Constant(*r.get_ref())
+        } else if let Some(t) = &l.trace {
+            let path = sc.resolve_path(t.get_ref()).map_err(|_| sc.error(Some(t.span()), &key("trace"), format!("trace file \"{}\" not found", t.get_ref())))?;
+            // Validation guarantees a format with every trace.
+            let format = match l.trace_format.as_ref().map(|f| *f.get_ref()) {
+                Some(TraceFormatSpec::Mahimahi) | None => link::TraceFormat::Mahimahi,
+                Some(TraceFormatSpec::Throughput) => link::TraceFormat::Throughput,
+                Some(TraceFormatSpec::Opennetlab) => link::TraceFormat::OpenNetLab,
+            };
+            link::load_trace(&path, format).map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?
+        } else if let Some(s) = &l.schedule {
+            let steps: Vec<(Duration, Bitrate)> = s.get_ref().iter().map(|st| (st.at, st.rate)).collect();
+            let sched = link::RateSchedule::piecewise(steps).map_err(|e| sc.error(Some(s.span()), &key("schedule"), e.to_string()))?;
+            RateModel::Schedule(std::sync::Arc::new(sched))
+        } else {
+            return Err(sc.error(Some(span), &key("rate"), "give exactly one of `rate`, `trace` or `schedule`"));
+        };
+        let loss = match &l.loss {
+            None => LossConfig::None,
+            Some(ls) => {
+                let s = ls.get_ref();
+                let z = rtcc_core::Probability::ZERO;
+                match s.model {
+                    LossModelKind::None => LossConfig::None,
+                    LossModelKind::Bernoulli => LossConfig::Bernoulli { p: s.p.unwrap_or(z) },
+                    LossModelKind::GilbertElliott => LossConfig::GilbertElliott {
+                        step: s.step.unwrap_or(Duration::from_millis(1)),
+                        p_gb: s.p_gb.unwrap_or(z),
+                        p_bg: s.p_bg.unwrap_or(z),
+                        loss_good: s.loss_good.unwrap_or(z),
+                        loss_bad: s.loss_bad.unwrap_or(z),
+                    },
+                }
+            }
+        };
+        Ok(LinkConfig {
+            rate,
+            delay: l.delay,
+            jitter: l.jitter,
+            queue: queue_limit(l.queue),
+            loss,
+            mahimahi_opportunity: l.mahimahi_opportunity,
+        })
+    }
+
+    fn flow_setup(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<FlowSetup, ScenarioError> {
+        let key = |k: &str| format!("flow[{i}].{k}");
+        Ok(match *f.kind.get_ref() {
+            FlowKind::Media => {
+                let enc_spec = f.encoder.as_ref().map(|e| e.get_ref().clone()).unwrap_or_default();
+                let enc_span = f.encoder.as_ref().map(|e| e.span());
+                let encoder = encoder_config(&enc_spec).map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
+                encoder.validate().map_err(|e| sc.error(enc_span, &key("encoder"), e.to_string()))?;
+                let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
+                let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
+                    .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
+                let mut packetizer = Packetizer::default();
+                if let Some(m) = &f.mtu {
+                    packetizer.mtu = *m.get_ref();
+                }
+                FlowSetup::Media {
+                    sender: SenderConfig { cc, packetizer },
+                    encoder,
+                    receiver: ReceiverConfig {
+                        feedback_interval: f.feedback_interval.as_ref().map(|d| *d.get_ref()).unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
+                        player: PlayerConfig::default(),
+                    },
+                }
+            }
+            FlowKind::Tcp => {
+                let mut c = TcpConfig::default();
+                if let Some(m) = &f.mss {
+                    c.mss = *m.get_ref();
+                }
+                if let Some(d) = &f.delayed_ack {
+                    c.delayed_ack = *d.get_ref();
+                }
+                if let Some(w) = &f.initial_cwnd {
+                    c.initial_cwnd_segments = *w.get_ref();
+                }
+                if let Some(r) = &f.min_rto {
+                    c.min_rto = *r.get_ref();
+                }
+                c.variant = match f.cc.as_ref().map(|c| c.get_ref().as_str()) {
+                    Some("reno") => TcpVariant::Reno,
+                    Some("tahoe") => TcpVariant::Tahoe,
+                    _ => TcpVariant::NewReno,
+                };
+                FlowSetup::Tcp(c)
+            }
+            FlowKind::UdpCbr => FlowSetup::Cbr {
+                rate: f.rate.as_ref().map(|r| *r.get_ref()).unwrap_or(Bitrate::mbps(1)),
+                payload: f.packet_size.as_ref().map(|p| *p.get_ref()).unwrap_or(Bytes::new(1200)),
+            },
+        })
+    }
+
+    // ------------------------------------------------------------------
+    // Packets
+
+    fn alloc(&mut self, p: SimPacket) -> u32 {
+        if let Some(i) = self.free.pop() {
+            self.packets[i as usize] = p;
+            i
+        } else {
+            self.packets.push(p);
+            (self.packets.len() - 1) as u32
+        }
+    }
+
+    fn release(&mut self, idx: u32) {
+        if let Body::Feedback { slot } = self.packets[idx as usize].body {
+            self.fb_free.push(slot);
+        }
+        self.free.push(idx);
+    }
+
+    fn path_len(&self, flow: u32, dir: Dir) -> u16 {
+        let f = &self.flows[flow as usize];
+        let (a, b) = if dir == Dir::Fwd { f.fwd } else { f.rev };
+        (b - a) as u16
+    }
+
+    fn path_link(&self, flow: u32, dir: Dir, hop: u16) -> usize {
+        let f = &self.flows[flow as usize];
+        let (a, _) = if dir == Dir::Fwd { f.fwd } else { f.rev };
+        self.paths[(a + hop as u32) as usize] as usize
+    }
+
+    /// Put a packet on its path at `now`.
+    fn inject(&mut self, p: SimPacket) {
+        if p.dir == Dir::Fwd {
+            let c = &mut self.flows[p.flow as usize].counters;
+            c.packets_sent += 1;
+            c.bytes_sent += p.size.get();
+        }
+        let idx = self.alloc(p);
+        self.hop(idx, 0);
+    }
+
+    /// Packet `idx` reaches the ingress of hop `hop` now.
+    fn hop(&mut self, idx: u32, hop: u16) {
+        let p = self.packets[idx as usize];
+        if hop == self.path_len(p.flow, p.dir) {
+            self.deliver(idx);
+            return;
+        }
+        let link = self.path_link(p.flow, p.dir, hop);
+        match self.links[link].transmit(self.now, p.size) {
+            LinkOutcome::Delivered { at } => self.queue.push(at, Event::Hop { pkt: idx, hop: hop + 1 }),
+            LinkOutcome::DroppedQueue | LinkOutcome::DroppedLoss => {
+                if p.dir == Dir::Fwd {
+                    self.flows[p.flow as usize].counters.packets_dropped += 1;
+                }
+                self.release(idx);
+            }
+        }
+    }
+
+    fn deliver(&mut self, idx: u32) {
+        let p = self.packets[idx as usize];
+        let now = self.now;
+        let fi = p.flow as usize;
+        if p.dir == Dir::Fwd {
+            self.delivered_packets += 1;
+            let f = &mut self.flows[fi];
+            f.counters.packets_received += 1;
+            f.owd.record(now - p.sent);
+        }
+        match p.body {
+            Body::Media { seq, meta } => {
+                self.flows[fi].counters.goodput_bytes += meta.payload.get();
+                if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
+                    let pm = PacketMeta {
+                        frame_id: meta.frame_id,
+                        frame_type: meta.frame_type,
+                        capture_time: meta.capture_time,
+                        index: meta.index,
+                        last_in_frame: meta.last_in_frame,
+                        payload: meta.payload,
+                    };
+                    r.on_packet(now, seq, p.size, &pm);
+                }
+                self.release(idx);
+                self.service_media_receiver(fi);
+            }
+            Body::Feedback { slot } => {
+                if let SenderEp::Media(s) = &mut self.flows[fi].sender {
+                    s.handle_feedback(now, &self.fb_pool[slot as usize]);
+                }
+                self.release(idx);
+                self.service_media_sender(fi);
+            }
+            Body::Seg(seg) => {
+                let ack = match &mut self.flows[fi].receiver {
+                    ReceiverEp::Tcp(r) => {
+                        let before = r.delivered_bytes();
+                        let a = r.on_segment(now, &seg);
+                        let after = r.delivered_bytes();
+                        self.flows[fi].counters.goodput_bytes += after - before;
+                        a
+                    }
+                    _ => None,
+                };
+                self.release(idx);
+                if let Some(a) = ack {
+                    self.send_ack(fi, a);
+                }
+                self.reschedule_receiver(fi);
+            }
+            Body::Ack(ack) => {
+                if let SenderEp::Tcp(s) = &mut self.flows[fi].sender {
+                    s.on_ack(now, &ack);
+                }
+                self.release(idx);
+                self.service_tcp_sender(fi);
+            }
+            Body::Cbr => {
+                let payload = p.size.saturating_sub(UDP_IP_HEADER);
+                self.flows[fi].counters.goodput_bytes += payload.get();
+                self.release(idx);
+            }
+        }
+    }
+
+    fn send_ack(&mut self, fi: usize, a: Ack) {
+        let now = self.now;
+        self.inject(SimPacket { flow: fi as u32, dir: Dir::Rev, size: a.wire_size, sent: now, body: Body::Ack(a) });
+    }
+
+    // ------------------------------------------------------------------
+    // Endpoints
+
+    fn start_flow(&mut self, fi: usize) {
+        let now = self.now;
+        let f = &mut self.flows[fi];
+        let Some(setup) = f.setup.take() else { return };
+        match setup {
+            FlowSetup::Media { sender, encoder, receiver } => {
+                let rng = rng::stream(f.rng_seed, f.rng_id);
+                // Validated when the world was built, so the encoder cannot refuse its config.
+                let enc = match ParametricEncoder::new(now, encoder, rng) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        self.io_error = Some(std::io::Error::other(format!("encoder of flow {}: {e}", f.name)));
+                        return;
+                    }
+                };
+                f.sender = SenderEp::Media(Box::new(SenderSession::new(now, sender, enc)));
+                f.receiver = ReceiverEp::Media(Box::new(ReceiverSession::new(now, receiver)));
+                self.service_media_sender(fi);
+            }
+            FlowSetup::Tcp(cfg) => {
+                f.receiver = ReceiverEp::Tcp(Box::new(TcpReceiver::new(&cfg)));
+                f.sender = SenderEp::Tcp(Box::new(TcpSender::new(now, cfg)));
+                self.service_tcp_sender(fi);
+            }
+            FlowSetup::Cbr { rate, payload } => {
+                let wire = payload + UDP_IP_HEADER;
+                let interval = wire / rate;
+                f.sender = SenderEp::Cbr { interval, next_k: 0, start: now, payload };
+                f.receiver = ReceiverEp::Cbr;
+                self.service_cbr(fi);
+            }
+        }
+    }
+
+    fn service_media_sender(&mut self, fi: usize) {
+        let now = self.now;
+        if self.flows[fi].stopped {
+            return;
+        }
+        loop {
+            let SenderEp::Media(s) = &mut self.flows[fi].sender else { return };
+            let Some(t) = s.poll_transmit(now) else { break };
+            let p = SimPacket {
+                flow: fi as u32,
+                dir: Dir::Fwd,
+                size: t.packet.wire_size,
+                sent: now,
+                body: Body::Media { seq: t.seq, meta: t.packet },
+            };
+            self.inject(p);
+        }
+        let SenderEp::Media(s) = &mut self.flows[fi].sender else { return };
+        let t = s.poll_timeout(now);
+        self.arm_sender(fi, t);
+    }
+
+    fn service_media_receiver(&mut self, fi: usize) {
+        let now = self.now;
+        let mut fb = std::mem::take(&mut self.fb_scratch);
+        let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { return };
+        let have = r.poll_feedback(now, &mut fb);
+        // Drain finished frames.
+        loop {
+            let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { break };
+            let Some(rec) = r.poll_frame() else { break };
+            if let Some(d) = rec.delay() {
+                self.flows[fi].frame_delay.record(d);
+            }
+            self.write_frame(fi, &rec);
+        }
+        if have {
+            let size = fb.wire_size();
+            let slot = match self.fb_free.pop() {
+                Some(s) => {
+                    std::mem::swap(&mut self.fb_pool[s as usize], &mut fb);
+                    s
+                }
+                None => {
+                    self.fb_pool.push(std::mem::take(&mut fb));
+                    (self.fb_pool.len() - 1) as u32
+                }
+            };
+            self.inject(SimPacket { flow: fi as u32, dir: Dir::Rev, size, sent: now, body: Body::Feedback { slot } });
+        }
+        self.fb_scratch = fb;
+        self.reschedule_receiver(fi);
+    }
+
+    fn service_tcp_sender(&mut self, fi: usize) {
+        let now = self.now;
+        if self.flows[fi].stopped {
+            return;
+        }
+        loop {
+            let SenderEp::Tcp(s) = &mut self.flows[fi].sender else { return };
+            let Some(seg) = s.poll_transmit(now) else { break };
+            self.inject(SimPacket { flow: fi as u32, dir: Dir::Fwd, size: seg.wire_size, sent: now, body: Body::Seg(seg) });
+        }
+        let SenderEp::Tcp(s) = &self.flows[fi].sender else { return };
+        let t = s.poll_timeout();
+        self.arm_sender(fi, t);
+    }
+
+    fn service_cbr(&mut self, fi: usize) {
+        let now = self.now;
+        if self.flows[fi].stopped {
+            return;
+        }
+        let SenderEp::Cbr { interval, next_k, start, payload } = &mut self.flows[fi].sender else { return };
+        let (interval, start, payload) = (*interval, *start, *payload);
+        let mut k = *next_k;
+        while start + interval * k <= now {
+            k += 1;
+            let size = payload + UDP_IP_HEADER;
+            self.inject(SimPacket { flow: fi as u32, dir: Dir::Fwd, size, sent: now, body: Body::Cbr });
+        }
+        if let SenderEp::Cbr { next_k, .. } = &mut self.flows[fi].sender {
+            *next_k = k;
+        }
+        let SenderEp::Cbr { next_k, .. } = &self.flows[fi].sender else { return };
+        let next = start + interval * *next_k;
+        self.arm_sender(fi, Some(next));
+    }
+
+    fn arm_sender(&mut self, fi: usize, t: Option<Instant>) {
+        let Some(t) = t else { return };
+        let t = t.max(self.now);
+        let f = &mut self.flows[fi];
+        if f.sender_timer.is_none_or(|s| t < s || s < self.now) {
+            f.sender_timer = Some(t);
+            self.queue.push(t, Event::SenderTimer { flow: fi as u32 });
+        }
+    }
+
+    fn reschedule_receiver(&mut self, fi: usize) {
+        let t = match &self.flows[fi].receiver {
+            ReceiverEp::Media(r) => r.poll_timeout(),
+            ReceiverEp::Tcp(r) => r.poll_timeout(),
+            _ => None,
+        };
+        let Some(t) = t else { return };
+        let t = t.max(self.now);
+        let f = &mut self.flows[fi];
+        if f.receiver_timer.is_none_or(|s| t < s || s < self.now) {
+            f.receiver_timer = Some(t);
+            self.queue.push(t, Event::ReceiverTimer { flow: fi as u32 });
+        }
+    }
+
+    fn on_sender_timer(&mut self, fi: usize) {
+        let now = self.now;
+        if self.flows[fi].sender_timer != Some(now) {
+            return; // stale
+        }
+        self.flows[fi].sender_timer = None;
+        if self.flows[fi].stopped {
+            return;
+        }
+        match &mut self.flows[fi].sender {
+            SenderEp::Media(s) => {
+                s.on_timeout(now);
+                self.service_media_sender(fi);
+            }
+            SenderEp::Tcp(s) => {
+                if s.poll_timeout().is_some_and(|t| t <= now) {
+                    s.on_timeout(now);
+                }
+                self.service_tcp_sender(fi);
+            }
+            SenderEp::Cbr { .. } => self.service_cbr(fi),
+            SenderEp::Idle => {}
+        }
+    }
+
+    fn on_receiver_timer(&mut self, fi: usize) {
+        let now = self.now;
+        if self.flows[fi].receiver_timer != Some(now) {
+            return;
+        }
+        self.flows[fi].receiver_timer = None;
+        match &mut self.flows[fi].receiver {
+            ReceiverEp::Media(r) => {
+                r.on_timeout(now);
+                self.service_media_receiver(fi);
+            }
+            ReceiverEp::Tcp(r) => {
+                let ack = if r.poll_timeout().is_some_and(|t| t <= now) { r.on_timeout(now) } else { None };
+                if let Some(a) = ack {
+                    self.send_ack(fi, a);
+                }
+                self.reschedule_receiver(fi);
+            }
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Run loop
+
+    /// Run until `until` (or the end), calling `progress` on Progress events.
+    pub(crate) fn run(&mut self, progress_interval: Duration, progress: &mut dyn FnMut(Instant) -> bool) -> Result<(), std::io::Error> {
+        if !progress_interval.is_zero() {
+            self.queue.push(Instant::ZERO + progress_interval, Event::Progress);
+        }
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.end {
+                break;
+            }
+            let Some((t, ev)) = self.queue.pop() else { break };
+            self.now = t;
+            match ev {
+                Event::Hop { pkt, hop } => self.hop(pkt, hop),
+                Event::SenderTimer { flow } => self.on_sender_timer(flow as usize),
+                Event::ReceiverTimer { flow } => self.on_receiver_timer(flow as usize),
+                Event::FlowStart { flow } => self.start_flow(flow as usize),
+                Event::FlowStop { flow } => self.flows[flow as usize].stopped = true,
+                Event::Sample => {
+                    self.sample();
+                    let next = self.now + self.sample_interval;
+                    if next <= self.end {
+                        self.queue.push(next, Event::Sample);
+                    }
+                }
+                Event::Progress => {
+                    if !progress(self.now) {
+                        return Err(std::io::Error::other("interrupted"));
+                    }
+                    self.queue.push(self.now + progress_interval, Event::Progress);
+                }
+            }
+            if let Some(e) = self.io_error.take() {
+                return Err(e);
+            }
+        }
+        self.now = self.end;
+        self.finish();
+        if let Some(e) = self.io_error.take() {
+            return Err(e);
+        }
+        for s in [&mut self.sinks.timeseries, &mut self.sinks.frames].into_iter().flatten() {
+            s.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) {
+        let now = self.now;
+        for fi in 0..self.flows.len() {
+            let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { continue };
+            r.finish(now);
+            loop {
+                let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else { break };
+                let Some(rec) = r.poll_frame() else { break };
+                if let Some(d) = rec.delay() {
+                    self.flows[fi].frame_delay.record(d);
+                }
+                self.write_frame(fi, &rec);
+            }
+            let f = &mut self.flows[fi];
+            let ReceiverEp::Media(r) = &f.receiver else { continue };
+            let stats = r.player().stats();
+            let active = f.stop.min(self.end) - f.start;
+            f.media = Some(MediaOutcome {
+                delivered_payload: stats.delivered_payload,
+                stall_ratio: r.player().stall_ratio(active),
+                frames_displayed: stats.frames_displayed,
+                frames_dropped: stats.frames_dropped,
+            });
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Outputs
+
+    fn write_timeseries_header(&mut self) {
+        if let Some(w) = &mut self.sinks.timeseries {
+            let r = writeln!(w, "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms");
+            if let Err(e) = r {
+                self.io_error = Some(e);
+            }
+        }
+    }
+
+    fn write_frames_header(&mut self) {
+        if let Some(w) = &mut self.sinks.frames {
+            let r = writeln!(w, "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped");
+            if let Err(e) = r {
+                self.io_error = Some(e);
+            }
+        }
+    }
+
+    fn write_frame(&mut self, fi: usize, rec: &FrameRecord) {
+        let Some(w) = &mut self.sinks.frames else { return };
+        let opt = |t: Option<Instant>| t.map(|t| format!("{:.3}", t.as_millis_f64())).unwrap_or_default();
+        let r = writeln!(
+            w,
+            "{},{},{},{},{:.3},{},{},{},{}",
+            self.flows[fi].name,
+            rec.frame_id,
+            rec.frame_type.as_str(),
+            rec.size.get(),
+            rec.capture_time.as_millis_f64(),
+            opt(rec.complete),
+            opt(rec.displayed),
+            rec.delay().map(|d| format!("{:.3}", d.as_millis_f64())).unwrap_or_default(),
+            u8::from(rec.dropped),
+        );
+        if let Err(e) = r {
+            self.io_error = Some(e);
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let from = self.last_sample;
+        self.last_sample = now;
+        let interval = now - from;
+        for fi in 0..self.flows.len() {
+            let f = &self.flows[fi];
+            if now <= f.start {
+                continue;
+            }
+            let bneck = f.bottleneck;
+            let capacity = self.links[bneck].mean_capacity(from, now);
+            let backlog = self.links[bneck].backlog(now);
+            let queue_delay = if self.links[bneck].capacity_at(now).is_zero() { Duration::ZERO } else { backlog / self.links[bneck].capacity_at(now) };
+            let f = &mut self.flows[fi];
+            let rate = |b: u64| Bytes::new(b) / interval;
+            let send = rate(f.counters.bytes_sent - f.prev.bytes_sent);
+            let goodput = rate(f.counters.goodput_bytes - f.prev.goodput_bytes);
+            f.prev = f.counters.clone();
+            let (target, est, cwnd, srtt): (Option<Bitrate>, Option<Bitrate>, Option<Bytes>, Option<Duration>) = match &f.sender {
+                SenderEp::Media(s) => {
+                    let cc = s.controller();
+                    let e = cc.estimate();
+                    (Some(cc.target_bitrate()), e.bandwidth, cc.send_budget().cwnd, e.rtt)
+                }
+                SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt()),
+                SenderEp::Cbr { .. } => (None, None, None, None),
+                SenderEp::Idle => (None, None, None, None),
+            };
+            // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active.
+            if let (Some(t), true) = (target, now <= f.stop) {
+                if !capacity.is_zero() {
+                    let c = capacity.as_bps_f64();
+                    f.accuracy_sum += 1.0 - (t.as_bps_f64() - c).abs() / c;
+                    f.accuracy_n += 1;
+                }
+            }
+            let Some(w) = &mut self.sinks.timeseries else { continue };
+            let kb = |r: Option<Bitrate>| r.map(|r| format!("{:.3}", r.as_kbps_f64())).unwrap_or_default();
+            let r = writeln!(
+                w,
+                "{:.3},{},{:.3},{:.3},{},{},{},{},{},{:.3}",
+                now.as_secs_f64(),
+                f.name,
+                send.as_kbps_f64(),
+                goodput.as_kbps_f64(),
+                kb(target),
+                kb(est),
+                cwnd.map(|c| c.get().to_string()).unwrap_or_default(),
+                srtt.map(|d| format!("{:.3}", d.as_millis_f64())).unwrap_or_default(),
+                backlog.get(),
+                queue_delay.as_millis_f64(),
+            );
+            if let Err(e) = r {
+                self.io_error = Some(e);
+            }
+        }
+    }
+
+    /// Number of events processed.
+    pub(crate) fn events(&self) -> u64 {
+        self.queue.processed()
+    }
+}
+
+fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
+    let d = ParametricEncoderConfig::default();
+    let etr = match &s.etr {
+        None => EtrModel::Constant(1.0),
+        Some(e) => {
+            let given = e.constant.is_some() as u8 + e.profile.is_some() as u8 + e.schedule.is_some() as u8 + e.distribution.is_some() as u8;
+            if given != 1 {
+                return Err("`etr` needs exactly one of `constant`, `profile`, `schedule`, `distribution`".into());
+            }
+            if let Some(c) = e.constant {
+                EtrModel::Constant(c)
+            } else if let Some(p) = &e.profile {
+                EtrModel::profile(p).map_err(|e| e.to_string())?
+            } else if let Some(sch) = &e.schedule {
+                EtrModel::Schedule(sch.clone())
+            } else {
+                let name = e.distribution.as_deref().unwrap_or_default();
+                let need = |v: Option<f64>, k: &str| v.ok_or_else(|| format!("etr distribution \"{name}\" needs `{k}`"));
+                let dist = match name {
+                    "uniform" => EtrDistribution::Uniform { lo: need(e.lo, "lo")?, hi: need(e.hi, "hi")? },
+                    "normal" => EtrDistribution::Normal { mean: need(e.mean, "mean")?, std: need(e.std, "std")? },
+                    "beta" => EtrDistribution::Beta { a: need(e.a, "a")?, b: need(e.b, "b")?, scale: e.scale.unwrap_or(1.0) },
+                    "empirical" => EtrDistribution::Empirical(e.values.clone().ok_or("etr distribution \"empirical\" needs `values`")?),
+                    other => return Err(format!("unknown etr distribution \"{other}\" (one of: uniform, normal, beta, empirical)")),
+                };
+                EtrModel::Distribution { dist, every: e.every.unwrap_or(Duration::from_secs(12)) }
+            }
+        }
+    };
+    Ok(ParametricEncoderConfig {
+        fps: s.fps,
+        gop: s.gop,
+        i_frame_factor: s.i_frame_factor,
+        size_variability: s.size_variability,
+        reaction_delay: s.reaction_delay,
+        min_bitrate: s.min_bitrate,
+        max_bitrate: s.max_bitrate,
+        start_bitrate: s.start_bitrate.unwrap_or(d.start_bitrate),
+        etr,
+    })
+}
+
+fn cc_config(name: &str, table: Option<&toml::Table>, enc: &ParametricEncoderConfig) -> Result<CcConfig, String> {
+    let get_rate = |t: &toml::Table, k: &str| -> Result<Option<Bitrate>, String> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => s.parse::<Bitrate>().map(Some).map_err(|e| format!("`{k}`: {e}")),
+            Some(v) => Err(format!("`{k}`: expected a bitrate string such as \"1Mbps\", got {v}")),
+        }
+    };
+    let check_keys = |t: &toml::Table, allowed: &[&str]| -> Result<(), String> {
+        for k in t.keys() {
+            if !allowed.contains(&k.as_str()) {
+                return Err(format!("unknown key `{k}` for cc \"{name}\" (allowed: {})", allowed.join(", ")));
+            }
+        }
+        Ok(())
+    };
+    let empty = toml::Table::new();
+    let t = table.unwrap_or(&empty);
+    match name {
+        "gcc" => {
+            check_keys(t, &["start_bitrate", "min_bitrate", "max_bitrate"])?;
+            let mut c = GccConfig { start_bitrate: enc.start_bitrate, max_bitrate: enc.max_bitrate, min_bitrate: enc.min_bitrate, ..GccConfig::default() };
+            if let Some(r) = get_rate(t, "start_bitrate")? {
+                c.start_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "min_bitrate")? {
+                c.min_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "max_bitrate")? {
+                c.max_bitrate = r;
+            }
+            Ok(CcConfig::Gcc(c))
+        }
+        "fixed" => {
+            check_keys(t, &["bitrate", "pacing_factor"])?;
+            let mut c = FixedConfig { bitrate: enc.start_bitrate, ..FixedConfig::default() };
+            if let Some(r) = get_rate(t, "bitrate")? {
+                c.bitrate = r;
+            }
+            if let Some(v) = t.get("pacing_factor") {
+                c.pacing_factor = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).filter(|x| *x >= 1.0).ok_or_else(|| format!("`pacing_factor`: expected a number ≥ 1, got {v}"))?;
+            }
+            Ok(CcConfig::Fixed(c))
+        }
+        other => Err(format!("unknown congestion controller \"{other}\"")),
+    }
+}
