@@ -5,6 +5,10 @@ from __future__ import annotations
 import gc
 import importlib.metadata
 import json
+import os
+import signal
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -223,3 +227,48 @@ def test_scenario_error_is_the_native_type() -> None:
 def test_version_matches_the_installed_distribution() -> None:
     assert rtcc.__version__ == _native.version()
     assert rtcc.__version__ == importlib.metadata.version("rtcc")
+
+
+def test_ctrl_c_stops_a_run_without_a_callback(tiny: dict[str, Any]) -> None:
+    # An hour of simulated time takes far longer than the 0.2 s before the
+    # signal; the binding polls for signals about once per simulated second.
+    tiny["duration"] = "1h"
+    timer = threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rtcc.run(tiny, seed=1)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 60.0
+
+
+def test_gil_is_released_while_running(tiny: dict[str, Any]) -> None:
+    ticks = 0
+    running = threading.Event()
+    done = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        running.set()
+        while not done.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    tiny["duration"] = "10min"
+    worker = threading.Thread(target=count)
+    worker.start()
+    running.wait()
+    before = ticks
+    started = time.monotonic()
+    try:
+        rtcc.run(tiny, seed=1)
+    finally:
+        elapsed = time.monotonic() - started
+        during = ticks - before
+        done.set()
+        worker.join()
+    # Holding the GIL for the run would leave the worker at most one tick.
+    assert elapsed > 0.05, f"run too short ({elapsed:.3f} s) to observe the worker"
+    assert during >= 10, (during, elapsed)

@@ -140,11 +140,6 @@ impl Failure {
     }
 }
 
-/// Unwind payload that carries the callback's exception out of the
-/// simulator: `run` has no way to stop early, so the progress hook unwinds
-/// through it and [`run_detached`] catches exactly this payload.
-struct Stop(PyErr);
-
 /// Runs with the GIL released; re-attaches only inside the progress hook.
 fn run_detached(
     source: &Source,
@@ -157,7 +152,10 @@ fn run_detached(
     };
     let scenario = loaded.map_err(|e| Failure::BadInput(e.to_string()))?;
 
-    let mut on_progress = |p: Progress| {
+    // The exception that stopped the run, if any; `run_interruptible` only
+    // learns "stop" from the hook and reports `SimError::Interrupted`.
+    let mut raised: Option<PyErr> = None;
+    let mut on_progress = |p: Progress| -> bool {
         let delivered = Python::attach(|py| -> PyResult<()> {
             // Runs pending signal handlers: Ctrl-C raises KeyboardInterrupt here.
             py.check_signals()?;
@@ -166,23 +164,30 @@ fn run_detached(
             }
             Ok(())
         });
-        if let Err(err) = delivered {
-            // `resume_unwind` skips the panic hook: nothing is printed, and
-            // the simulator's state is dropped normally on the way out.
-            panic::resume_unwind(Box::new(Stop(err)));
+        match delivered {
+            Ok(()) => true,
+            Err(err) => {
+                raised = Some(err);
+                false
+            }
         }
     };
+    // A panic is a bug: report it as RuntimeError rather than let PyO3 turn
+    // it into a PanicException, which `except Exception` does not catch.
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-        rtcc_sim::run(&scenario, opts, &mut on_progress)
+        rtcc_sim::run_interruptible(&scenario, opts, &mut on_progress)
     }));
     match ran {
         Ok(Ok(report)) => serde_json::to_string(&report.summary)
             .map_err(|e| Failure::Internal(format!("summary is not valid JSON: {e}"))),
-        Ok(Err(err)) => Err(Failure::from_sim(err)),
-        Err(payload) => Err(match payload.downcast::<Stop>() {
-            Ok(stop) => Failure::Python(stop.0),
-            Err(panic) => Failure::Internal(format!("simulator panicked: {}", panic_text(&*panic))),
+        Ok(Err(err)) => Err(match raised.take() {
+            Some(py_err) => Failure::Python(py_err),
+            None => Failure::from_sim(err),
         }),
+        Err(payload) => Err(Failure::Internal(format!(
+            "simulator panicked: {}",
+            panic_text(&*payload)
+        ))),
     }
 }
 
