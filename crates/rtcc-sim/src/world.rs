@@ -312,6 +312,7 @@ impl World {
 
     fn link_config(sc: &Scenario, i: usize, l: &LinkSpec, span: std::ops::Range<usize>) -> Result<LinkConfig, ScenarioError> {
         let key = |k: &str| format!("link[{i}].{k}");
+        let mut trace_loss = None;
         let rate = if let Some(r) = &l.rate {
             RateModel::Constant(*r.get_ref())
         } else if let Some(t) = &l.trace {
@@ -322,7 +323,14 @@ impl World {
                 Some(TraceFormatSpec::Throughput) => link::TraceFormat::Throughput,
                 Some(TraceFormatSpec::Opennetlab) => link::TraceFormat::OpenNetLab,
             };
-            link::load_trace(&path, format).map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?
+            if format == link::TraceFormat::OpenNetLab {
+                // OpenNetLab traces may carry per-segment loss: used unless the scenario sets `loss`.
+                let tr = link::load_opennetlab(&path).map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?;
+                trace_loss = tr.loss.map(LossConfig::Schedule);
+                RateModel::Schedule(tr.rate)
+            } else {
+                link::load_trace(&path, format).map_err(|e| sc.error(Some(t.span()), &key("trace"), e.to_string()))?
+            }
         } else if let Some(s) = &l.schedule {
             let steps: Vec<(Duration, Bitrate)> = s.get_ref().iter().map(|st| (st.at, st.rate)).collect();
             let sched = link::RateSchedule::piecewise(steps).map_err(|e| sc.error(Some(s.span()), &key("schedule"), e.to_string()))?;
@@ -331,7 +339,7 @@ impl World {
             return Err(sc.error(Some(span), &key("rate"), "give exactly one of `rate`, `trace` or `schedule`"));
         };
         let loss = match &l.loss {
-            None => LossConfig::None,
+            None => trace_loss.unwrap_or(LossConfig::None),
             Some(ls) => {
                 let s = ls.get_ref();
                 let z = rtcc_core::Probability::ZERO;
@@ -348,14 +356,16 @@ impl World {
                 }
             }
         };
-        Ok(LinkConfig {
+        let cfg = LinkConfig {
             rate,
             delay: l.delay,
             jitter: l.jitter,
             queue: queue_limit(l.queue),
             loss,
             mahimahi_opportunity: l.mahimahi_opportunity,
-        })
+        };
+        cfg.validate().map_err(|e| sc.error(Some(span), &format!("link[{i}]"), e.to_string()))?;
+        Ok(cfg)
     }
 
     fn flow_setup(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<FlowSetup, ScenarioError> {
