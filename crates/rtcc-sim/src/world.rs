@@ -176,7 +176,7 @@ impl World {
         let mut links = Vec::new();
         let mut link_names = Vec::new();
         let mut paths: Vec<u32> = Vec::new();
-        let mut add_link = |links: &mut Vec<Link>, names: &mut Vec<String>, name: String, cfg: LinkConfig| -> u32 {
+        let add_link = |links: &mut Vec<Link>, names: &mut Vec<String>, name: String, cfg: LinkConfig| -> u32 {
             let id = links.len() as u64;
             links.push(Link::new(cfg, rng::stream(seed, LINK_RNG + id)));
             names.push(name);
@@ -891,6 +891,9 @@ impl World {
             let (target, est, cwnd, srtt): (Option<Bitrate>, Option<Bitrate>, Option<Bytes>, Option<Duration>) = match &f.sender {
                 SenderEp::Media(s) => {
                     let cc = s.controller();
+                    if std::env::var_os("RTCC_DEBUG").is_some() {
+                        if let rtcc_core::Controller::Gcc(g) = cc { eprintln!("{:.1} {}", now.as_secs_f64(), g.internals()); }
+                    }
                     let e = cc.estimate();
                     (Some(cc.target_bitrate()), e.bandwidth, cc.send_budget().cwnd, e.rtt)
                 }

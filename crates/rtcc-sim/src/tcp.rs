@@ -1,1 +1,0 @@
-//! TCP bulk flows for the simulator. (Being written.)

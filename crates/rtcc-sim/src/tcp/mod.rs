@@ -1,0 +1,224 @@
+//! TCP bulk-flow endpoints for the simulator: a window-based sender and a
+//! cumulative-ACK receiver, sans-IO, moving segments whose payload is never
+//! materialised.
+//!
+//! What is implemented, and where:
+//!
+//! - [`TcpSender`] (`sender.rs`): one window-based sender. Its window *growth*
+//!   (slow start and congestion avoidance, [`WindowGrowth`], `growth.rs`) and
+//!   its *loss recovery* ([`RecoveryKind`], `recovery.rs`) are separate parts,
+//!   so Tahoe, Reno, NewReno (and later CUBIC, as another growth) share one
+//!   skeleton (STYLE rule 5).
+//!   - Slow start and congestion avoidance: RFC 5681 §3.1, with appropriate
+//!     byte counting (RFC 3465 §2.1, limit L, [`TcpConfig::abc_limit_segments`]).
+//!   - Fast retransmit on the third duplicate ACK: RFC 5681 §3.2.
+//!   - Fast recovery: Reno (RFC 5681 §3.2), NewReno (RFC 6582 §3.2, the
+//!     "Impatient" timer variant of §4), Tahoe (none: slow start from
+//!     `snd_una`).
+//!   - Retransmission timer: RFC 6298 (SRTT/RTTVAR, backoff, Karn's rule),
+//!     `rtt.rs`; on expiry RFC 5681 §3.1 (cwnd = loss window = 1 SMSS,
+//!     ssthresh by eq. 4) and go-back-N from `snd_una`.
+//!   - Initial window: RFC 6928 (10 segments).
+//!   - Limited transmit: RFC 3042, off by default ([`TcpConfig::limited_transmit`]).
+//! - [`TcpReceiver`] (`receiver.rs`): cumulative ACKs, segment-level
+//!   out-of-order buffering, an immediate duplicate ACK for every out-of-order
+//!   segment and an immediate ACK when a hole is (partly) filled (RFC 5681
+//!   §4.2), optional delayed ACKs (RFC 1122 §4.2.3.2 / RFC 5681 §4.2: every
+//!   second segment or a 200 ms timer), and a count of in-order delivered bytes.
+//!
+//! ## Call protocol (the engine's side)
+//!
+//! Both endpoints follow the crate-wide sans-IO shape: inputs are `on_*` with
+//! `now` first, `now` never goes backwards, outputs are polled.
+//!
+//! - Sender: after [`TcpSender::new`] and after every input
+//!   ([`TcpSender::on_ack`], [`TcpSender::on_timeout`]), call
+//!   [`TcpSender::poll_transmit`] until it returns `None`, then read
+//!   [`TcpSender::poll_timeout`]. When that instant is reached, call
+//!   [`TcpSender::on_timeout`] (an early call is harmless).
+//! - Receiver: [`TcpReceiver::on_segment`] returns the ACK to send now, if any;
+//!   [`TcpReceiver::poll_timeout`] is the delayed-ACK timer, served with
+//!   [`TcpReceiver::on_timeout`].
+//!
+//! ## Modelling choices (differences from ns-3, whose defaults the reference
+//! scenarios use)
+//!
+//! - Sequence numbers are 64-bit byte offsets starting at 0; there is no
+//!   handshake, no FIN, no receive window (the receiver's buffer is unbounded)
+//!   and no wrap-around.
+//! - Headers are 40 B (IPv4 20 B + TCP 20 B, no options). ns-3 adds the
+//!   12 B timestamp option only when `TcpSocketBase::Timestamp` is enabled;
+//!   set [`TcpConfig::header`] to 52 B to model that.
+//! - Slow start grows by `min(N, L·SMSS)` per ACK with L = 2 (RFC 3465), so it
+//!   doubles per RTT with delayed ACKs too; ns-3 grows by 1 SMSS per ACK
+//!   (L = 1), which `abc_limit_segments = 1` reproduces.
+//! - Limited transmit is off by default here (the brief), on by default in ns-3.
+//! - Delayed ACKs count segments (ACK every second segment), like ns-3's
+//!   `DelAckCount = 2`, rather than full-sized segments.
+
+mod growth;
+mod receiver;
+mod recovery;
+mod rtt;
+mod sender;
+
+#[cfg(test)]
+mod tests;
+
+pub use growth::{Growth, RenoGrowth, Window, WindowGrowth};
+pub use receiver::TcpReceiver;
+pub use recovery::RecoveryKind;
+pub use rtt::RttEstimator;
+pub use sender::TcpSender;
+
+use rtcc_core::{Bytes, Duration, Instant};
+
+/// Which member of the window-based family a flow runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TcpVariant {
+    /// Slow start and congestion avoidance; on the third duplicate ACK, fast
+    /// retransmit then slow start from `snd_una` (no fast recovery).
+    Tahoe,
+    /// RFC 5681 §3.2 fast retransmit / fast recovery: recovery ends on the
+    /// first ACK of new data.
+    Reno,
+    /// RFC 6582: fast recovery that survives partial ACKs.
+    #[default]
+    NewReno,
+}
+
+impl TcpVariant {
+    /// The variant's name as used in scenario files (`"tahoe"`, `"reno"`, `"newreno"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpVariant::Tahoe => "tahoe",
+            TcpVariant::Reno => "reno",
+            TcpVariant::NewReno => "newreno",
+        }
+    }
+
+    /// The loss-recovery part of this variant.
+    pub fn recovery(self) -> RecoveryKind {
+        match self {
+            TcpVariant::Tahoe => RecoveryKind::Tahoe,
+            TcpVariant::Reno => RecoveryKind::Reno,
+            TcpVariant::NewReno => RecoveryKind::NewReno,
+        }
+    }
+}
+
+/// Parameters of a TCP flow (both endpoints read it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpConfig {
+    /// Payload bytes per full segment (SMSS). Default 1448 B, the reference
+    /// scenario's value.
+    pub mss: Bytes,
+    /// Header bytes added to every segment and making up every ACK. Default
+    /// 40 B: IPv4 20 B + TCP 20 B, no options.
+    pub header: Bytes,
+    /// Initial window in segments. Default 10 (RFC 6928 §2; also ns-3's default).
+    pub initial_cwnd_segments: u32,
+    /// Lower bound on the RTO. Default 1 s (RFC 6298 (2.4)).
+    pub min_rto: Duration,
+    /// Upper bound on the RTO, also for backoff. Default 60 s (RFC 6298 (2.5)).
+    pub max_rto: Duration,
+    /// RTO before the first RTT sample. Default 1 s (RFC 6298 (2.1)).
+    pub initial_rto: Duration,
+    /// Clock granularity G in `RTO = SRTT + max(G, K·RTTVAR)`. Default 1 ms
+    /// (ns-3's `TcpSocketBase::ClockGranularity`).
+    pub clock_granularity: Duration,
+    /// Whether the receiver delays ACKs. Default false.
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer. Default 200 ms (RFC 5681 §4.2: "MUST be less than
+    /// 500 ms"; 200 ms is ns-3's `TcpSocket::DelAckTimeout`).
+    pub delayed_ack_timeout: Duration,
+    /// RFC 3042 limited transmit: send one new segment on each of the first two
+    /// duplicate ACKs. Default false (ns-3 enables it by default).
+    pub limited_transmit: bool,
+    /// Loss recovery flavour. Default NewReno.
+    pub variant: TcpVariant,
+    /// Total payload to send; `None` is an unlimited bulk flow.
+    pub data_limit: Option<Bytes>,
+    /// Appropriate byte counting limit L in segments (RFC 3465 §2.2): an ACK
+    /// grows slow start by at most `L·SMSS` and counts at most `L·SMSS` acked
+    /// bytes in congestion avoidance. Default 2 (RFC 3465 §2.2); 1 matches ns-3.
+    pub abc_limit_segments: u32,
+    /// Initial slow-start threshold. Default `Bytes::MAX`: RFC 5681 §3.1, "the
+    /// initial value of ssthresh SHOULD be set arbitrarily high".
+    pub initial_ssthresh: Bytes,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: Bytes::new(1448),
+            header: Bytes::new(40),
+            initial_cwnd_segments: 10,
+            min_rto: Duration::from_secs(1),
+            max_rto: Duration::from_secs(60),
+            initial_rto: Duration::from_secs(1),
+            clock_granularity: Duration::from_millis(1),
+            delayed_ack: false,
+            delayed_ack_timeout: Duration::from_millis(200),
+            limited_transmit: false,
+            variant: TcpVariant::NewReno,
+            data_limit: None,
+            abc_limit_segments: 2,
+            initial_ssthresh: Bytes::MAX,
+        }
+    }
+}
+
+/// A data segment. Only its sequence range and sizes exist; no payload bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// Sequence number of the first payload byte.
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// Bytes on the wire: payload + header.
+    pub wire_size: Bytes,
+    /// When the sender handed this segment to the network.
+    pub sent_time: Instant,
+    /// True if these bytes were sent before.
+    pub retransmission: bool,
+}
+
+impl Segment {
+    /// Sequence number one past the last payload byte.
+    pub fn end(&self) -> u64 {
+        self.seq + u64::from(self.len)
+    }
+}
+
+/// A cumulative acknowledgement (header only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    /// Next byte the receiver expects (all bytes below it were received).
+    pub ack: u64,
+    /// Bytes on the wire (the header).
+    pub wire_size: Bytes,
+    /// `sent_time` of the segment that triggered this ACK; for metrics only,
+    /// the sender does not use it (no timestamp option is modelled).
+    pub echo_sent_time: Instant,
+}
+
+/// Counters of a [`TcpSender`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TcpSenderStats {
+    /// Data segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments sent again (fast retransmit, partial-ACK, go-back-N).
+    pub retransmits: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// Fast retransmits (third duplicate ACK).
+    pub fast_retransmits: u64,
+    /// Duplicate ACKs received.
+    pub dup_acks: u64,
+    /// ACKs ignored because they acknowledged data never sent.
+    pub invalid_acks: u64,
+}
