@@ -65,7 +65,10 @@ fn run(
 ) -> PyResult<String> {
     let source = match (scenario_path, toml_text) {
         (Some(path), None) => Source::File(path),
-        (None, Some(text)) => Source::Text { text, origin: origin.to_owned() },
+        (None, Some(text)) => Source::Text {
+            text,
+            origin: origin.to_owned(),
+        },
         (Some(_), Some(_)) | (None, None) => {
             return Err(ScenarioError::new_err(
                 "pass exactly one of `scenario_path` and `toml_text`",
