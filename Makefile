@@ -1,0 +1,80 @@
+# rtcc developer entry points. A fresh Debian machine with Rust (cargo) and
+# python3 (with the venv module, Debian package python3-venv) needs nothing
+# else: every Python tool is installed from PyPI into $(VENV) by `make venv`.
+
+VENV := .venv
+PYTHON ?= python3
+
+PY := $(abspath $(VENV))/bin/python
+STAMP := $(VENV)/.rtcc-installed
+# Tools and dependencies are read from pyproject.toml (single source of truth).
+REQS := $(VENV)/requirements.txt
+
+# PyO3's build script asks this interpreter for the Python configuration, so
+# `cargo clippy` and `maturin develop` agree on which Python rtcc-py targets.
+CARGO_PY := PYO3_PYTHON=$(PY)
+
+.PHONY: venv develop build demo test lint-rust lint-python test-rust test-python \
+        bench bench-ns3 clean
+
+venv: $(STAMP)
+
+# Idempotent: the stamp is rebuilt only when pyproject.toml changes (new
+# dependency or bound); an existing virtualenv is reused, never recreated.
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "rtcc needs Python >= 3.11 (found: $$($(PYTHON) --version))" >&2; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || \
+	  { echo "python3 -m venv failed: on Debian install the python3-venv package" >&2; exit 1; }
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
+	  print("\n".join(p["build-system"]["requires"] + p["project"]["dependencies"] \
+	  + p["project"]["optional-dependencies"]["dev"]))' > $(REQS)
+	$(PY) -m pip install --quiet --upgrade -r $(REQS)
+	touch $@
+
+# Builds the extension in release mode (the simulator is slow in debug) and
+# installs the package in editable mode: python/rtcc is used in place and
+# rtcc/_native.*.so is written next to it. Dependencies come from `venv`.
+develop: venv
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release
+
+build: develop
+	cargo build --release -p rtcc-sim -p rtcc-bench
+
+demo: develop
+	$(VENV)/bin/rtcc run scenarios/demo.toml --out results/demo --seed 1
+
+test: test-rust lint-rust test-python
+
+# Default members only: rtcc-py is a cdylib for the Python interpreter and is
+# exercised through pytest below.
+test-rust:
+	cargo test
+
+# `--workspace` covers every member, rtcc-py included.
+lint-rust: venv
+	$(CARGO_PY) cargo clippy --workspace --all-targets -- -D warnings
+	cargo fmt --all --check
+
+lint-python: venv
+	$(VENV)/bin/ruff check python tests/python
+	$(VENV)/bin/ruff format --check python tests/python
+
+test-python: develop lint-python
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest rtcc._native
+	$(VENV)/bin/pytest
+
+bench:
+	cargo run --release -p rtcc-bench -- scenarios/bench/dumbbell.toml
+	cargo run --release -p rtcc-bench -- scenarios/bench/heavy.toml
+
+bench-ns3:
+	bash bench/ns3/compare.sh
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache
+	rm -f python/rtcc/_native.*.so
+	find python tests -name __pycache__ -type d -prune -exec rm -rf {} +
+	cargo clean

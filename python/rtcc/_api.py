@@ -1,0 +1,197 @@
+"""``rtcc.run`` and its ``Result``: the public face of ``rtcc._native.run``.
+
+This layer owns everything Python-shaped (DESIGN.md §7, STYLE.md rule 14):
+path and unit coercion, dict scenarios serialised to TOML, output directories
+(a temporary one when none is given), and lazy DataFrames over the CSV files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import tomli_w
+
+from rtcc import _native
+from rtcc._native import ScenarioError
+
+__all__ = ["Result", "run"]
+
+# Name given to a dict scenario in error messages ("<dict>:3: key `rate`: ...").
+DICT_ORIGIN = "<dict>"
+
+# A run's seed is a u64 in the simulator.
+_SEED_MAX = 2**64 - 1
+
+ProgressCallback = Callable[[float, float], object]
+"""``progress(sim_time_s, duration_s)``, called about once per simulated second."""
+
+
+class Result:
+    """The outcome of one run: its summary and its output files.
+
+    Attributes:
+        summary: ``summary.json`` as a dict (DESIGN.md §4.2): ``scenario``,
+            ``seed``, ``duration_s``, ``flows``, ``links``, ``fairness``.
+            Metrics that do not apply to a flow kind are absent.
+        out_dir: Directory holding ``summary.json``, ``timeseries.csv`` and
+            ``frames.csv``. When ``run`` was not given ``out``, this is a
+            temporary directory removed when the ``Result`` is garbage collected.
+
+    """
+
+    summary: dict[str, Any]
+    out_dir: Path
+
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        out_dir: Path,
+        *,
+        tmp: tempfile.TemporaryDirectory[str] | None = None,
+    ) -> None:
+        self.summary = summary
+        self.out_dir = out_dir
+        # Owning the TemporaryDirectory ties the files' lifetime to ours.
+        self._tmp = tmp
+
+    @property
+    def seed(self) -> int:
+        """The seed the run used; pass it back as ``seed=`` to replay the run."""
+        return int(self.summary["seed"])
+
+    @cached_property
+    def frames(self) -> pl.DataFrame:
+        """``frames.csv``: one row per video frame, loaded on first access.
+
+        Columns: flow, frame_id, type, size_bytes, capture_ms, complete_ms,
+        displayed_ms, delay_ms, dropped. Times of frames that never completed
+        or were never displayed are null.
+        """
+        return _read_csv(self.out_dir / "frames.csv")
+
+    @cached_property
+    def timeseries(self) -> pl.DataFrame:
+        """``timeseries.csv``: one row per flow and sampling interval, loaded on first access.
+
+        Columns: time_s, flow, send_rate_kbps, goodput_kbps, target_kbps,
+        estimate_kbps, cwnd_bytes, srtt_ms, then one queue column per link.
+        """
+        return _read_csv(self.out_dir / "timeseries.csv")
+
+    def __repr__(self) -> str:
+        name = self.summary.get("scenario", "?")
+        return f"<rtcc.Result scenario={name!r} seed={self.seed} out_dir={str(self.out_dir)!r}>"
+
+
+def run(
+    scenario: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    seed: int | None = None,
+    out: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> Result:
+    """Simulate one scenario and return its results.
+
+    The simulator runs in Rust with the GIL released, so other Python threads
+    keep running; Ctrl-C stops it within about one simulated second.
+
+    Args:
+        scenario: Path of a TOML scenario file, or a dict with the same
+            structure (``{"duration": "30s", "link": [...], "flow": [...]}``).
+            In a dict, ``pathlib.Path`` values become strings and
+            ``datetime.timedelta`` values become durations; relative trace
+            paths are resolved against the working directory.
+        seed: Overrides the scenario's seed (0 ≤ seed < 2**64).
+        out: Directory for ``summary.json``, ``timeseries.csv`` and
+            ``frames.csv``; created if missing. Default: a temporary
+            directory that lives as long as the returned ``Result``.
+        progress: Called as ``progress(sim_time_s, duration_s)`` about once
+            per simulated second. An exception it raises stops the run and
+            propagates out of ``run``.
+
+    Returns:
+        The run's :class:`Result`.
+
+    Raises:
+        ScenarioError: The scenario, a trace it names, an argument or the
+            output directory is unusable. The message is one line naming the
+            file, line, key and value.
+        RuntimeError: An internal error in rtcc (a bug: please report it).
+
+    """
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+        if not 0 <= seed <= _SEED_MAX:
+            raise ScenarioError(f"seed must be in [0, 2**64 - 1], got {seed}")
+
+    path: str | os.PathLike[str] | None = None
+    text: str | None = None
+    if isinstance(scenario, Mapping):
+        text = _to_toml(scenario)
+    elif isinstance(scenario, str | os.PathLike):
+        path = scenario
+    else:
+        raise TypeError(f"scenario must be a path or a dict, not {type(scenario).__name__}")
+
+    tmp: tempfile.TemporaryDirectory[str] | None = None
+    if out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="rtcc-run-")
+        out_dir = Path(tmp.name)
+    else:
+        out_dir = Path(out)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ScenarioError(f"cannot create output directory {out_dir}: {e.strerror}") from e
+
+    summary_json = _native.run(
+        scenario_path=path,
+        toml_text=text,
+        origin=DICT_ORIGIN,
+        out_dir=out_dir,
+        seed=seed,
+        progress=progress,
+    )
+    summary: dict[str, Any] = json.loads(summary_json)
+    return Result(summary, out_dir, tmp=tmp)
+
+
+def _to_toml(scenario: Mapping[str, Any]) -> str:
+    """Serialise a dict scenario, naming what TOML cannot hold."""
+    try:
+        return tomli_w.dumps(_coerce_table(scenario))
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"{DICT_ORIGIN}: cannot be written as TOML: {e}") from e
+
+
+def _coerce_table(table: Mapping[Any, object]) -> dict[str, object]:
+    return {str(k): _coerce(v) for k, v in table.items()}
+
+
+def _coerce(value: object) -> object:
+    """Turn Python conveniences into the strings scenarios use."""
+    if isinstance(value, Mapping):
+        return _coerce_table(value)
+    if isinstance(value, list | tuple):
+        return [_coerce(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, timedelta):
+        # Whole microseconds are exact: timedelta's resolution is 1 µs.
+        return f"{value // timedelta(microseconds=1)}us"
+    return value
+
+
+def _read_csv(path: Path) -> pl.DataFrame:
+    # Infer types from the whole file: a column can be empty (null) for many
+    # rows, e.g. displayed_ms of frames dropped early in a run.
+    return pl.read_csv(path, infer_schema_length=None)
