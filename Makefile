@@ -67,8 +67,8 @@ test-python: develop lint-python
 	$(VENV)/bin/pytest
 
 bench:
-	cargo run --release -p rtcc-bench -- scenarios/bench/dumbbell.toml
-	cargo run --release -p rtcc-bench -- scenarios/bench/heavy.toml
+	cargo build --release -p rtcc-bench
+	$(PYTHON) bench/bench.py scenarios/bench/dumbbell.toml scenarios/bench/dumbbell-8.toml scenarios/bench/heavy.toml
 
 bench-ns3:
 	bash bench/ns3/compare.sh

@@ -27,6 +27,9 @@ pub struct WireFeedback {
     pub report_time: Instant,
     /// `(sequence, arrival)` pairs, increasing sequence.
     pub packets: Vec<(SeqNo, Option<Instant>)>,
+    /// The receiver asks for a key frame (it lost its decoding reference): an
+    /// RTCP picture-loss indication, RFC 4585 §6.3.1, sent along with the report.
+    pub key_frame_request: bool,
 }
 
 impl WireFeedback {
@@ -36,7 +39,9 @@ impl WireFeedback {
     /// vector chunks and 1-byte deltas, §3.1.1–3.1.5 of the draft), rounded to 32-bit words.
     pub fn wire_size(&self) -> Bytes {
         let body = 20 + 2 * self.packets.len() as u64;
-        Bytes::new(28 + body.div_ceil(4) * 4)
+        // A PLI is a 12-byte RTCP packet in the same compound packet (RFC 4585 §6.3.1).
+        let pli = if self.key_frame_request { 12 } else { 0 };
+        Bytes::new(28 + body.div_ceil(4) * 4 + pli)
     }
 }
 
@@ -124,6 +129,7 @@ impl FeedbackBuilder {
         }
         out.packets.clear();
         out.report_time = now;
+        out.key_frame_request = false;
         self.late.sort_unstable_by_key(|&(s, _)| s);
         for &(s, t) in &self.late {
             out.packets.push((s, Some(t)));
@@ -186,12 +192,18 @@ mod tests {
         let small = WireFeedback {
             report_time: ms(0),
             packets: vec![(1, None)],
+            key_frame_request: false,
         };
         let big = WireFeedback {
-            report_time: ms(0),
             packets: (0..100).map(|s| (s, None)).collect(),
+            ..small.clone()
+        };
+        let pli = WireFeedback {
+            key_frame_request: true,
+            ..small.clone()
         };
         assert_eq!(small.wire_size(), Bytes::new(28 + 24));
         assert_eq!(big.wire_size(), Bytes::new(28 + 220));
+        assert_eq!(pli.wire_size(), Bytes::new(28 + 24 + 12));
     }
 }

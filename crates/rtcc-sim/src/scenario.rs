@@ -345,7 +345,7 @@ impl Default for EncoderSpec {
             fps: 30.0,
             gop: 60,
             i_frame_factor: 10.0,
-            size_variability: 0.1,
+            size_variability: 0.2,
             reaction_delay: Duration::from_millis(100),
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::kbps(2500),

@@ -353,7 +353,11 @@ impl World {
         for &l in &paths {
             uses[l as usize] += 1;
         }
-        let dedicated = uses.iter().map(|&u| u == 1).collect();
+        // The bottleneck links are sampled for the time series at the current
+        // instant, so they are never fed ahead of time by cut-through.
+        let mut dedicated: Vec<bool> = uses.iter().map(|&u| u == 1).collect();
+        dedicated[main as usize] = false;
+        dedicated[rev_main as usize] = false;
         let routes = flows.iter().flat_map(|f| [f.fwd, f.rev]).collect();
         let mut queue = EventQueue::new();
         queue.reserve_streams(links.len());

@@ -64,6 +64,10 @@ pub trait EncoderModel {
     /// Bitrate the encoder is currently following (after reaction delay, clamped to
     /// `[min, max]`), as of the last `now` given.
     fn current_target(&self) -> Bitrate;
+    /// The receiver lost its decoding reference (a picture-loss indication,
+    /// RFC 4585 §6.3.1): make the next frame a key frame. Models without frame
+    /// types ignore it.
+    fn request_key_frame(&mut self) {}
 }
 
 /// Why an encoder could not be built. Names the field and the value.
@@ -522,15 +526,14 @@ impl ParametricEncoder {
             Some(last) => self.config.gop > 0 && k - last >= u64::from(self.config.gop),
         }
     }
-
-    /// Force the next frame to be a key frame (e.g. on a receiver's picture-loss
-    /// indication); the GOP restarts from it.
-    pub fn request_key_frame(&mut self) {
-        self.last_key = None;
-    }
 }
 
 impl EncoderModel for ParametricEncoder {
+    /// Forces the next frame to be a key frame; the GOP restarts from it.
+    fn request_key_frame(&mut self) {
+        self.last_key = None;
+    }
+
     fn set_target(&mut self, now: Instant, target: Bitrate) {
         self.apply_pending(now);
         let at = now + self.config.reaction_delay;

@@ -28,13 +28,22 @@ mod tests {
 
     /// Drives both sessions for `secs` over a `rate` bottleneck with one-way
     /// delay `owd`, dropping each feedback packet whose index is in `lose_fb`.
-    fn run(rate: Bitrate, target: Bitrate, owd: Duration, secs: u64, lose_fb: &[usize]) -> Run {
+    fn run(
+        rate: Bitrate,
+        target: Bitrate,
+        owd: Duration,
+        secs: u64,
+        lose_fb: &[usize],
+        lose_media: &[u64],
+        gop: u32,
+    ) -> Run {
         let now = Instant::ZERO;
         let enc = ParametricEncoder::new(
             now,
             ParametricEncoderConfig {
                 start_bitrate: target,
                 etr: EtrModel::Constant(1.0),
+                gop,
                 ..Default::default()
             },
             rng::stream(1, 1),
@@ -83,7 +92,9 @@ mod tests {
                     last_in_frame: p.last_in_frame,
                     payload: p.payload,
                 };
-                to_rx.push_back((link_free + owd, tx.seq, p.wire_size, meta));
+                if !lose_media.contains(&tx.seq) {
+                    to_rx.push_back((link_free + owd, tx.seq, p.wire_size, meta));
+                }
             }
             while to_rx.front().is_some_and(|x| x.0 <= t) {
                 let (at, seq, size, meta) = to_rx.pop_front().unwrap();
@@ -125,6 +136,8 @@ mod tests {
             Duration::from_millis(30),
             10,
             &[],
+            &[],
+            60,
         );
         let st = r.sender.stats();
         // ~30 frames/s for 10 s, all complete, with small delay on an uncongested link.
@@ -159,6 +172,8 @@ mod tests {
             Duration::from_millis(30),
             5,
             &[3, 4, 5, 20],
+            &[],
+            60,
         );
         // Packets covered only by the lost reports left the in-flight count once
         // a later report arrived, without being reported to the controller as lost.
@@ -168,5 +183,43 @@ mod tests {
             r.sender.bytes_in_flight()
         );
         assert_eq!(r.sender.stats().packets_reported_lost, 0);
+    }
+
+    #[test]
+    fn a_lost_packet_brings_a_key_frame_without_periodic_ones() {
+        // WebRTC-style encoding (gop = 0): only frame 0 is a key frame. Losing one
+        // packet early freezes the picture until the receiver's key-frame request
+        // (carried with feedback) makes the encoder send a new key frame.
+        let r = run(
+            Bitrate::mbps(2),
+            Bitrate::kbps(800),
+            Duration::from_millis(30),
+            5,
+            &[],
+            &[40],
+            0,
+        );
+        assert!(
+            r.sender.stats().key_frames_requested >= 1,
+            "{:?}",
+            r.sender.stats()
+        );
+        assert!(r.receiver.stats().key_frame_requests >= 1);
+        assert!(!r.receiver.needs_key_frame(), "still frozen at the end");
+        let p = r.receiver.player().stats();
+        // Frames after the recovery key frame are displayed again: most of the 5 s plays.
+        assert!(p.frames_displayed > 120, "{p:?}");
+        assert!(p.frames_dropped >= 1, "{p:?}");
+        // And without the loss nothing is requested.
+        let clean = run(
+            Bitrate::mbps(2),
+            Bitrate::kbps(800),
+            Duration::from_millis(30),
+            5,
+            &[],
+            &[],
+            0,
+        );
+        assert_eq!(clean.sender.stats().key_frames_requested, 0);
     }
 }

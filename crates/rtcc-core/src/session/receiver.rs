@@ -6,6 +6,7 @@
 //! and `poll_timeout`.
 
 use crate::feedback::{FeedbackBuilder, WireFeedback};
+use crate::media::frame::FrameType;
 use crate::media::player::{FrameRecord, PacketMeta, Player, PlayerConfig};
 use crate::packet::SeqNo;
 use crate::time::{Duration, Instant};
@@ -33,6 +34,8 @@ pub struct ReceiverStats {
     pub seq_end: u64,
     /// Feedback reports built.
     pub feedback_sent: u64,
+    /// Reports that carried a key-frame request.
+    pub key_frame_requests: u64,
 }
 
 /// The media receiver.
@@ -41,6 +44,11 @@ pub struct ReceiverSession {
     feedback: FeedbackBuilder,
     player: Player,
     stats: ReceiverStats,
+    /// The decoding chain is broken (a frame was dropped or never arrived)
+    /// and no key frame has been displayed since.
+    need_key_frame: bool,
+    /// Frames dropped or missing as of the last check.
+    broken_seen: u64,
 }
 
 impl ReceiverSession {
@@ -50,6 +58,8 @@ impl ReceiverSession {
             feedback: FeedbackBuilder::new(now, config.feedback_interval),
             player: Player::new(config.player),
             stats: ReceiverStats::default(),
+            need_key_frame: false,
+            broken_seen: 0,
         }
     }
 
@@ -65,14 +75,39 @@ impl ReceiverSession {
 
     /// Fill `out` with a feedback report if one is due; true if filled.
     pub fn poll_feedback(&mut self, now: Instant, out: &mut WireFeedback) -> bool {
+        self.check_chain();
         let sent = self.feedback.poll_feedback(now, out);
+        if sent {
+            out.key_frame_request = self.need_key_frame;
+            self.stats.key_frame_requests += u64::from(self.need_key_frame);
+        }
         self.stats.feedback_sent += u64::from(sent);
         sent
     }
 
+    /// Notes frames the player gave up or never saw: the picture is frozen
+    /// until a key frame, so the next reports ask for one.
+    fn check_chain(&mut self) {
+        let s = self.player.stats();
+        let broken = s.frames_dropped + s.frames_missing;
+        if broken > self.broken_seen {
+            self.broken_seen = broken;
+            self.need_key_frame = true;
+        }
+    }
+
+    /// True while the receiver waits for a key frame.
+    pub fn needs_key_frame(&self) -> bool {
+        self.need_key_frame
+    }
+
     /// A finished frame (displayed or dropped), in frame order.
     pub fn poll_frame(&mut self) -> Option<FrameRecord> {
-        self.player.poll_frame()
+        let rec = self.player.poll_frame()?;
+        if rec.frame_type == FrameType::Key && rec.displayed.is_some() {
+            self.need_key_frame = false;
+        }
+        Some(rec)
     }
 
     /// Player timers.

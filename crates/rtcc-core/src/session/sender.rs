@@ -22,6 +22,12 @@ use crate::units::{Bitrate, Bytes};
 /// feedback that still matters and bounds memory).
 const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 
+/// Key-frame requests closer together than this are served by one key frame:
+/// the receiver repeats its request in every report until a key frame arrives,
+/// and a key frame takes about a round trip to show up (our choice; RFC 4585
+/// §3.5 leaves the rate of such requests to the application).
+const KEY_FRAME_REQUEST_INTERVAL: Duration = Duration::from_millis(300);
+
 /// Sender settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -61,6 +67,8 @@ pub struct SenderStats {
     pub feedback_reports: u64,
     /// Feedback entries that matched no packet we remember (dropped and counted).
     pub unknown_feedback_entries: u64,
+    /// Key frames produced on the receiver's request.
+    pub key_frames_requested: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +94,7 @@ pub struct SenderSession<E> {
     report: FeedbackReport,
     stats: SenderStats,
     last_now: Instant,
+    last_key_frame_request: Option<Instant>,
 }
 
 impl<E: EncoderModel> SenderSession<E> {
@@ -108,6 +117,7 @@ impl<E: EncoderModel> SenderSession<E> {
             report: FeedbackReport::default(),
             stats: SenderStats::default(),
             last_now: now,
+            last_key_frame_request: None,
         }
     }
 
@@ -232,6 +242,15 @@ impl<E: EncoderModel> SenderSession<E> {
     pub fn handle_feedback(&mut self, now: Instant, fb: &WireFeedback) {
         self.last_now = now;
         self.stats.feedback_reports += 1;
+        if fb.key_frame_request
+            && self
+                .last_key_frame_request
+                .is_none_or(|t| now - t >= KEY_FRAME_REQUEST_INTERVAL)
+        {
+            self.last_key_frame_request = Some(now);
+            self.encoder.request_key_frame();
+            self.stats.key_frames_requested += 1;
+        }
         self.report.packets.clear();
         self.report.report_time = fb.report_time;
         let first_new = fb.packets.iter().map(|&(s, _)| s).find(|&s| {

@@ -194,7 +194,8 @@ pub struct LinkStats {
     pub drops_queue: u64,
     /// Packets lost by the loss model.
     pub drops_loss: u64,
-    /// Per admitted packet: departure − arrival (waiting + own transmission time).
+    /// Per admitted packet: start of its transmission − arrival (waiting time only,
+    /// as ns-3's queue enqueue→dequeue; see the module doc).
     pub queue_delay: DelayHistogram,
 }
 

@@ -70,9 +70,10 @@ impl WindowGrowth for RenoGrowth {
             w.cwnd += counted;
         } else {
             // RFC 5681 §3.1 eq. (3), cwnd += SMSS·SMSS/cwnd per ACK of one SMSS,
-            // scaled by the bytes this ACK covers (so delayed ACKs still give
-            // +1 SMSS per RTT, RFC 5681 §3.1 "byte counting"); at least one
-            // byte, as RFC 5681 eq. (3) note and ns-3's `max(1.0, adder)`.
+            // scaled by the bytes this ACK counts (at most L·SMSS: with L ≥ 2
+            // delayed ACKs still give +1 SMSS per RTT, with the default L = 1
+            // about +0.5 SMSS per RTT, as ns-3); at least one byte, as RFC 5681
+            // eq. (3) note and ns-3's `max(1.0, adder)`.
             let mss = w.mss.get();
             let cwnd = w.cwnd.get().max(1);
             let inc = (u128::from(mss) * u128::from(counted.get()) / u128::from(cwnd)) as u64;

@@ -49,9 +49,10 @@
 //! - Headers are 40 B (IPv4 20 B + TCP 20 B, no options). ns-3 adds the
 //!   12 B timestamp option only when `TcpSocketBase::Timestamp` is enabled;
 //!   set [`TcpConfig::header`] to 52 B to model that.
-//! - Slow start grows by `min(N, L·SMSS)` per ACK with L = 2 (RFC 3465), so it
-//!   doubles per RTT with delayed ACKs too; ns-3 grows by 1 SMSS per ACK
-//!   (L = 1), which `abc_limit_segments = 1` reproduces.
+//! - Slow start grows by `min(N, L·SMSS)` per ACK with L = 1 by default
+//!   (RFC 5681 §3.1's `min(N, SMSS)`, which is also ns-3's NewReno), so with
+//!   delayed ACKs it grows 1.5× per RTT; `abc_limit_segments = 2` (RFC 3465)
+//!   restores doubling.
 //! - Limited transmit is off by default here (the brief), on by default in ns-3.
 //! - Delayed ACKs count segments (ACK every second segment), like ns-3's
 //!   `DelAckCount = 2`, rather than full-sized segments.
