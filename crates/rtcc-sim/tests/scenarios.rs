@@ -185,3 +185,61 @@ fn bad_scenarios_name_file_line_key_and_value() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+#[test]
+fn flows_send_only_between_start_and_stop() {
+    // Step 1: a 1 Mbps CBR flow active from 2 s to 4 s, and a TCP flow from 5 s
+    // to the end (8 s), on a 10 Mbps link.
+    let text = r#"
+duration = "8s"
+[[link]]
+name = "bottleneck"
+rate = "10Mbps"
+delay = "10ms"
+queue = "100KB"
+[[flow]]
+name = "cbr"
+kind = "udp-cbr"
+rate = "1Mbps"
+start = "2s"
+stop = "4s"
+[[flow]]
+name = "bulk"
+kind = "tcp"
+start = "5s"
+"#;
+    let sc = Scenario::from_toml_str(text, "<inline>").unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp("startstop");
+    let s = run_to(&sc, 1, &dir);
+    let goodput = column(&dir, "cbr", "goodput_kbps");
+    // Step 2: CBR goodput is ~1 Mbps inside its window and zero outside (one
+    // propagation delay of slack at each edge).
+    for &(t, g) in &goodput {
+        if (2.1..=4.0).contains(&t) {
+            assert!(
+                (g - 1000.0).abs() < 120.0,
+                "step 2: cbr goodput {g} kbps at {t}s"
+            );
+        } else if t > 4.1 {
+            assert!(
+                g.abs() < 1e-9,
+                "step 2: cbr still delivering {g} kbps at {t}s"
+            );
+        }
+    }
+    // Its summary goodput is over its own active time (2 s): ~1 Mbps.
+    let cbr = s["flows"][0]["goodput_kbps"].as_f64().unwrap();
+    assert!((cbr - 1000.0).abs() < 50.0, "step 2: summary goodput {cbr}");
+    // Step 3: nothing of the TCP flow before 5 s, then it fills the link.
+    let bulk = column(&dir, "bulk", "goodput_kbps");
+    assert!(
+        bulk.iter().all(|&(t, _)| t > 5.0),
+        "step 3: TCP rows before its start"
+    );
+    let late: Vec<f64> = bulk.iter().filter(|(t, _)| *t > 7.0).map(|x| x.1).collect();
+    assert!(
+        late.iter().sum::<f64>() / late.len() as f64 > 8000.0,
+        "step 3: TCP goodput {late:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
