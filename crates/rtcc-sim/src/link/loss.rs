@@ -94,28 +94,7 @@ impl LossSchedule {
         steps: Vec<(Duration, Probability)>,
         period: Option<Duration>,
     ) -> Result<Self, super::rate::ScheduleError> {
-        use super::rate::ScheduleError;
-        let Some(&(first, _)) = steps.first() else {
-            return Err(ScheduleError::Empty);
-        };
-        if !first.is_zero() {
-            return Err(ScheduleError::FirstNotAtZero(first));
-        }
-        for (index, w) in steps.windows(2).enumerate() {
-            if w[1].0 <= w[0].0 {
-                return Err(ScheduleError::NotSorted {
-                    index: index + 1,
-                    offset: w[1].0,
-                    previous: w[0].0,
-                });
-            }
-        }
-        let last = steps[steps.len() - 1].0;
-        if let Some(p) = period {
-            if p <= last {
-                return Err(ScheduleError::PeriodTooShort { period: p, last });
-            }
-        }
+        super::rate::check_steps(&steps, period)?;
         Ok(LossSchedule {
             starts: steps.iter().map(|s| s.0.as_nanos()).collect(),
             probs: steps.iter().map(|s| s.1).collect(),

@@ -121,6 +121,35 @@ pub struct RateSchedule {
     cum: Vec<u128>,
 }
 
+/// Checks the shape shared by every piecewise schedule (rates, losses): at
+/// least one step, the first at offset zero, offsets strictly increasing, and a
+/// loop period longer than the last offset.
+pub(crate) fn check_steps<T>(
+    steps: &[(Duration, T)],
+    period: Option<Duration>,
+) -> Result<(), ScheduleError> {
+    let Some((first, _)) = steps.first() else {
+        return Err(ScheduleError::Empty);
+    };
+    if !first.is_zero() {
+        return Err(ScheduleError::FirstNotAtZero(*first));
+    }
+    for (index, w) in steps.windows(2).enumerate() {
+        if w[1].0 <= w[0].0 {
+            return Err(ScheduleError::NotSorted {
+                index: index + 1,
+                offset: w[1].0,
+                previous: w[0].0,
+            });
+        }
+    }
+    let last = steps[steps.len() - 1].0;
+    match period {
+        Some(p) if p <= last => Err(ScheduleError::PeriodTooShort { period: p, last }),
+        _ => Ok(()),
+    }
+}
+
 impl RateSchedule {
     /// A schedule from `(offset, rate)` steps. The first offset must be zero and the
     /// offsets strictly increasing. `period`: loop length (`None` = hold the last rate).
@@ -130,30 +159,10 @@ impl RateSchedule {
         steps: Vec<(Duration, Bitrate)>,
         period: Option<Duration>,
     ) -> Result<Self, ScheduleError> {
-        let Some(&(first, _)) = steps.first() else {
-            return Err(ScheduleError::Empty);
-        };
-        if !first.is_zero() {
-            return Err(ScheduleError::FirstNotAtZero(first));
-        }
-        for (index, w) in steps.windows(2).enumerate() {
-            if w[1].0 <= w[0].0 {
-                return Err(ScheduleError::NotSorted {
-                    index: index + 1,
-                    offset: w[1].0,
-                    previous: w[0].0,
-                });
-            }
-        }
+        check_steps(&steps, period)?;
         // `steps` is non-empty (checked above).
         let last = steps[steps.len() - 1];
-        if let Some(p) = period {
-            if p <= last.0 {
-                return Err(ScheduleError::PeriodTooShort {
-                    period: p,
-                    last: last.0,
-                });
-            }
+        if period.is_some() {
             if steps.iter().all(|s| s.1.is_zero()) {
                 return Err(ScheduleError::ForeverDown(
                     "every step of the looping schedule has rate 0",
