@@ -75,16 +75,17 @@ class Result:
         displayed_ms, delay_ms, dropped. Times of frames that never completed
         or were never displayed are null.
         """
-        return _read_csv(self.out_dir / "frames.csv")
+        return _read_csv(self.out_dir / "frames.csv", _FRAMES_SCHEMA)
 
     @cached_property
     def timeseries(self) -> pl.DataFrame:
         """``timeseries.csv``: one row per flow and sampling interval, loaded on first access.
 
         Columns: time_s, flow, send_rate_kbps, goodput_kbps, target_kbps,
-        estimate_kbps, cwnd_bytes, srtt_ms, then one queue column per link.
+        estimate_kbps, cwnd_bytes, srtt_ms, queue_bytes, queue_delay_ms (the
+        flow's bottleneck link). Cells that do not apply to a flow are null.
         """
-        return _read_csv(self.out_dir / "timeseries.csv")
+        return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
     def __repr__(self) -> str:
         name = self.summary.get("scenario", "?")
@@ -191,7 +192,34 @@ def _coerce(value: object) -> object:
     return value
 
 
-def _read_csv(path: Path) -> pl.DataFrame:
-    # Infer types from the whole file: a column can be empty (null) for many
-    # rows, e.g. displayed_ms of frames dropped early in a run.
-    return pl.read_csv(path, infer_schema_length=None)
+# Column types of the output files (docs/metrics.md). Fixed rather than
+# inferred: a column that is empty for a whole run (cwnd_bytes of a flow without
+# a window) must still be numeric.
+_TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
+    "time_s": pl.Float64(),
+    "flow": pl.String(),
+    "send_rate_kbps": pl.Float64(),
+    "goodput_kbps": pl.Float64(),
+    "target_kbps": pl.Float64(),
+    "estimate_kbps": pl.Float64(),
+    "cwnd_bytes": pl.Int64(),
+    "srtt_ms": pl.Float64(),
+    "queue_bytes": pl.Int64(),
+    "queue_delay_ms": pl.Float64(),
+}
+_FRAMES_SCHEMA: dict[str, pl.DataType] = {
+    "flow": pl.String(),
+    "frame_id": pl.Int64(),
+    "type": pl.String(),
+    "size_bytes": pl.Int64(),
+    "capture_ms": pl.Float64(),
+    "complete_ms": pl.Float64(),
+    "displayed_ms": pl.Float64(),
+    "delay_ms": pl.Float64(),
+    "dropped": pl.Int64(),
+}
+
+
+def _read_csv(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    # Known columns get their fixed type; any others are inferred from the whole file.
+    return pl.read_csv(path, schema_overrides=schema, infer_schema_length=None)

@@ -79,6 +79,10 @@ def test_dataframes_have_the_documented_columns(tiny: dict[str, Any]) -> None:
     # Link queue columns follow the per-flow ones.
     assert len(ts.columns) > len(TIMESERIES_COLUMNS)
     assert set(ts["flow"].unique()) <= {"video", "bulk"}
+    # Types are fixed, even for columns that are empty for every row.
+    assert ts.schema["cwnd_bytes"] == pl.Int64
+    assert ts.schema["target_kbps"] == pl.Float64
+    assert frames.schema["displayed_ms"] == pl.Float64
     last = ts["time_s"].max()
     assert isinstance(last, int | float)
     assert last <= 3.0 + 1e-9
