@@ -204,7 +204,7 @@ impl<E: Copy> EventQueue<E> {
     /// Make room for streams `0..n`.
     pub fn reserve_streams(&mut self, n: usize) {
         while self.streams.len() < n {
-            self.streams.push(VecDeque::with_capacity(64));
+            self.streams.push(VecDeque::with_capacity(16));
         }
     }
 
