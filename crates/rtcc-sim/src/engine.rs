@@ -18,13 +18,30 @@ use std::collections::VecDeque;
 
 use rtcc_core::Instant;
 
-/// Where a heap entry's event lives.
+/// A heap entry's payload: the event, and the stream it heads (if any).
 #[derive(Debug, Clone, Copy)]
-enum Slot<E> {
-    /// The event itself.
-    One(E),
-    /// The head of stream `id`.
-    Stream(u32),
+struct Slot<E> {
+    /// The stream whose head this is, or [`NO_STREAM`] for a single event.
+    stream: u32,
+    event: E,
+}
+
+/// [`Slot::stream`] of a single event.
+const NO_STREAM: u32 = u32::MAX;
+
+/// A stream's event waiting behind its head (24 bytes for an 8-byte event).
+#[derive(Debug, Clone, Copy)]
+struct Queued<E> {
+    time: u64,
+    seq: u64,
+    event: E,
+}
+
+/// One stream: the events behind its head, which sits in the heap when `active`.
+#[derive(Debug)]
+struct Stream<E> {
+    active: bool,
+    rest: VecDeque<Queued<E>>,
 }
 
 /// The total order of events: time first, then insertion sequence.
@@ -95,17 +112,22 @@ impl<V: Copy> DHeap<V> {
     }
 
     /// Remove the minimum.
-    #[inline]
+    #[cfg(test)]
     fn pop(&mut self) -> Option<(u128, V)> {
         let top = self.peek()?;
-        // Non-empty: peek succeeded.
+        self.remove_top();
+        Some(top)
+    }
+
+    /// Remove the minimum, if any.
+    #[inline]
+    fn remove_top(&mut self) {
         let (Some(k), Some(v)) = (self.keys.pop(), self.vals.pop()) else {
-            return None;
+            return;
         };
         if !self.keys.is_empty() {
             self.sift_down_from_root(k, v);
         }
-        Some(top)
     }
 
     /// Replace the minimum by `(k, v)` (the heap must be non-empty); cheaper than
@@ -120,50 +142,42 @@ impl<V: Copy> DHeap<V> {
     #[inline(always)]
     fn sift_down_from_root(&mut self, k: u128, v: V) {
         let n = self.keys.len();
-        let keys = &mut self.keys[..];
+        let keys = &mut self.keys[..n];
+        let vals = &mut self.vals[..n];
         let mut pos = 0;
         loop {
             let first = ARITY * pos + 1;
-            if first + ARITY <= n {
-                // A full family: branch-free minimum of the four siblings.
+            let (child, ck) = if first + ARITY <= n {
+                // A full family: a two-round tournament, without branches.
                 let c = &keys[first..first + ARITY];
-                let (mut m, mut mk) = (0, c[0]);
-                for (i, &ck) in c.iter().enumerate().skip(1) {
-                    let less = ck < mk;
-                    m = if less { i } else { m };
-                    mk = if less { ck } else { mk };
+                let (i01, k01) = if c[1] < c[0] { (1, c[1]) } else { (0, c[0]) };
+                let (i23, k23) = if c[3] < c[2] { (3, c[3]) } else { (2, c[2]) };
+                if k23 < k01 {
+                    (first + i23, k23)
+                } else {
+                    (first + i01, k01)
                 }
-                if mk >= k {
-                    break;
-                }
-                let child = first + m;
-                keys[pos] = mk;
-                self.vals[pos] = self.vals[child];
-                pos = child;
-            } else {
-                // The last, partial family (or none).
-                let mut best = None;
-                let mut mk = k;
-                for (i, &ck) in keys.iter().enumerate().take(n).skip(first) {
+            } else if first < n {
+                // The last, partial family.
+                let (mut m, mut mk) = (first, keys[first]);
+                for (i, &ck) in keys[first..].iter().enumerate() {
                     if ck < mk {
-                        best = Some(i);
-                        mk = ck;
+                        (m, mk) = (first + i, ck);
                     }
                 }
-                if let Some(child) = best {
-                    keys[pos] = mk;
-                    self.vals[pos] = self.vals[child];
-                    pos = child;
-                }
+                (m, mk)
+            } else {
+                break;
+            };
+            if ck >= k {
                 break;
             }
+            keys[pos] = ck;
+            vals[pos] = vals[child];
+            pos = child;
         }
         keys[pos] = k;
-        self.vals[pos] = v;
-    }
-
-    fn iter_vals(&self) -> impl Iterator<Item = &V> {
-        self.vals.iter()
+        vals[pos] = v;
     }
 }
 
@@ -176,10 +190,14 @@ impl<V: Copy> DHeap<V> {
 /// in a stream or not, carries its global insertion sequence, and the heap
 /// orders heads by (time, seq): the pop order is exactly that of one big
 /// (time, seq) heap.
+///
+/// The head's event is stored in the heap itself, so [`EventQueue::peek`] is
+/// cheap, and the queue prefetches the entry that will replace the next head
+/// to pop (see [`prefetch`]).
 #[derive(Debug)]
 pub struct EventQueue<E> {
     heap: DHeap<Slot<E>>,
-    streams: Vec<VecDeque<(u128, E)>>,
+    streams: Vec<Stream<E>>,
     next_seq: u64,
     popped: u64,
 }
@@ -204,7 +222,10 @@ impl<E: Copy> EventQueue<E> {
     /// Make room for streams `0..n`.
     pub fn reserve_streams(&mut self, n: usize) {
         while self.streams.len() < n {
-            self.streams.push(VecDeque::with_capacity(16));
+            self.streams.push(Stream {
+                active: false,
+                rest: VecDeque::with_capacity(16),
+            });
         }
     }
 
@@ -213,25 +234,34 @@ impl<E: Copy> EventQueue<E> {
     pub fn push(&mut self, time: Instant, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(key(time.as_nanos(), seq), Slot::One(event));
+        self.heap.push(
+            key(time.as_nanos(), seq),
+            Slot {
+                stream: NO_STREAM,
+                event,
+            },
+        );
     }
 
     /// Schedule `event` at `time` on stream `stream`, whose events must be
     /// pushed in non-decreasing time order (checked in debug builds).
     #[inline]
     pub fn push_stream(&mut self, stream: u32, time: Instant, event: E) {
+        debug_assert_ne!(stream, NO_STREAM, "stream id reserved");
         let seq = self.next_seq;
         self.next_seq += 1;
-        let k = key(time.as_nanos(), seq);
-        let q = &mut self.streams[stream as usize];
-        debug_assert!(
-            q.back().is_none_or(|b| b.0 <= k),
-            "stream {stream} went back in time"
-        );
-        if q.is_empty() {
-            self.heap.push(k, Slot::Stream(stream));
+        let time = time.as_nanos();
+        let s = &mut self.streams[stream as usize];
+        if s.active {
+            debug_assert!(
+                s.rest.back().is_none_or(|b| b.time <= time),
+                "stream {stream} went back in time"
+            );
+            s.rest.push_back(Queued { time, seq, event });
+        } else {
+            s.active = true;
+            self.heap.push(key(time, seq), Slot { stream, event });
         }
-        q.push_back((k, event));
     }
 
     /// Remove and return the earliest event.
@@ -239,25 +269,41 @@ impl<E: Copy> EventQueue<E> {
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         let (k, slot) = self.heap.peek()?;
         self.popped += 1;
-        let event = match slot {
-            Slot::One(ev) => {
-                self.heap.pop();
-                ev
-            }
-            Slot::Stream(id) => {
-                let q = &mut self.streams[id as usize];
-                // The heap holds a stream entry only while the stream is non-empty.
-                let (_, ev) = q.pop_front().expect("a stream in the heap has a head");
-                match q.front() {
-                    Some(&(next, _)) => self.heap.replace_top(next, Slot::Stream(id)),
-                    None => {
-                        self.heap.pop();
-                    }
+        if slot.stream == NO_STREAM {
+            self.heap.remove_top();
+        } else {
+            let s = &mut self.streams[slot.stream as usize];
+            match s.rest.pop_front() {
+                Some(q) => self.heap.replace_top(
+                    key(q.time, q.seq),
+                    Slot {
+                        stream: slot.stream,
+                        event: q.event,
+                    },
+                ),
+                None => {
+                    s.active = false;
+                    self.heap.remove_top();
                 }
-                ev
             }
-        };
-        Some((Instant::from_nanos(key_time(k)), event))
+        }
+        // The next pop of a stream head reads that stream's next event: ask for
+        // it now, so that it arrives while the caller handles this event.
+        if let Some((_, next)) = self.heap.peek() {
+            if next.stream != NO_STREAM {
+                if let Some(q) = self.streams[next.stream as usize].rest.front() {
+                    prefetch(q);
+                }
+            }
+        }
+        Some((Instant::from_nanos(key_time(k)), slot.event))
+    }
+
+    /// The earliest event, without removing it.
+    #[inline]
+    pub fn peek(&self) -> Option<(Instant, &E)> {
+        let (k, slot) = (self.heap.keys.first()?, self.heap.vals.first()?);
+        Some((Instant::from_nanos(key_time(*k)), &slot.event))
     }
 
     /// Time of the earliest event.
@@ -275,11 +321,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap
-            .iter_vals()
-            .filter(|s| matches!(s, Slot::One(_)))
-            .count()
-            + self.streams.iter().map(VecDeque::len).sum::<usize>()
+        self.heap.len() + self.streams.iter().map(|s| s.rest.len()).sum::<usize>()
     }
 
     /// True if nothing is pending.
@@ -287,6 +329,24 @@ impl<E: Copy> EventQueue<E> {
         self.heap.len() == 0
     }
 }
+
+/// Asks the CPU to bring the cache line holding `r` into its caches, without
+/// waiting for it. A hint only: no effect on results.
+#[inline(always)]
+pub(crate) fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally and cannot fault;
+    // the address is that of a live reference anyway. The call is safe since
+    // Rust 1.87 (SSE is baseline on x86_64), but MSRV 1.85 needs the block.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
