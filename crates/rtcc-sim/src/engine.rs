@@ -144,40 +144,37 @@ impl<V: Copy> DHeap<V> {
         let n = self.keys.len();
         let keys = &mut self.keys[..n];
         let vals = &mut self.vals[..n];
-        let mut pos = 0;
+        let mut hole = 0;
         loop {
-            let first = ARITY * pos + 1;
-            let (child, ck) = if first + ARITY <= n {
-                // A full family: a two-round tournament, without branches.
-                let c = &keys[first..first + ARITY];
-                let (i01, k01) = if c[1] < c[0] { (1, c[1]) } else { (0, c[0]) };
-                let (i23, k23) = if c[3] < c[2] { (3, c[3]) } else { (2, c[2]) };
-                if k23 < k01 {
-                    (first + i23, k23)
-                } else {
-                    (first + i01, k01)
-                }
+            let first = ARITY * hole + 1;
+            let child = if let Some(&[c0, c1, c2, c3]) = keys.get(first..first + ARITY) {
+                // A full family: a two-round tournament, written to avoid branches.
+                let a = usize::from(c1 < c0);
+                let ka = if c1 < c0 { c1 } else { c0 };
+                let b = 2 + usize::from(c3 < c2);
+                let kb = if c3 < c2 { c3 } else { c2 };
+                let b_wins = usize::from(kb < ka);
+                first + a + b_wins * (b - a)
             } else if first < n {
                 // The last, partial family.
-                let (mut m, mut mk) = (first, keys[first]);
-                for (i, &ck) in keys[first..].iter().enumerate() {
-                    if ck < mk {
-                        (m, mk) = (first + i, ck);
-                    }
+                let mut m = first;
+                for i in first + 1..n {
+                    m = if keys[i] < keys[m] { i } else { m };
                 }
-                (m, mk)
+                m
             } else {
                 break;
             };
-            if ck >= k {
+            let ck = keys[child];
+            if k < ck {
                 break;
             }
-            keys[pos] = ck;
-            vals[pos] = vals[child];
-            pos = child;
+            keys[hole] = ck;
+            vals[hole] = vals[child];
+            hole = child;
         }
-        keys[pos] = k;
-        vals[pos] = v;
+        keys[hole] = k;
+        vals[hole] = v;
     }
 }
 
