@@ -609,12 +609,21 @@ impl World {
             match self.links[link].transmit(t, size) {
                 LinkOutcome::Delivered { at } => {
                     let next = hop + 1;
-                    if next < len && self.dedicated[self.paths[(first + u32::from(next)) as usize] as usize] {
+                    if next < len
+                        && self.dedicated[self.paths[(first + u32::from(next)) as usize] as usize]
+                    {
                         t = at;
                         hop = next;
                         continue;
                     }
-                    self.queue.push_stream(link as u32, at, Event::Hop { pkt: idx, hop: next });
+                    self.queue.push_stream(
+                        link as u32,
+                        at,
+                        Event::Hop {
+                            pkt: idx,
+                            hop: next,
+                        },
+                    );
                     return;
                 }
                 LinkOutcome::DroppedQueue | LinkOutcome::DroppedLoss => {
