@@ -18,16 +18,12 @@ use std::collections::VecDeque;
 
 use rtcc_core::Instant;
 
-/// A heap entry's payload: the event, and the stream it heads (if any).
+/// A stream head's heap payload: the stream and its head event.
 #[derive(Debug, Clone, Copy)]
 struct Slot<E> {
-    /// The stream whose head this is, or [`NO_STREAM`] for a single event.
     stream: u32,
     event: E,
 }
-
-/// [`Slot::stream`] of a single event.
-const NO_STREAM: u32 = u32::MAX;
 
 /// A stream's event waiting behind its head (24 bytes for an 8-byte event).
 #[derive(Debug, Clone, Copy)]
@@ -182,18 +178,23 @@ impl<V: Copy> DHeap<V> {
 ///
 /// Besides single events, it holds *streams*: sequences of events pushed in
 /// non-decreasing time order (a FIFO link's deliveries). Only a stream's head
-/// sits in the heap, so the heap stays as small as the number of busy links
+/// sits in a heap, so the heaps stay as small as the number of busy links
 /// plus pending timers, whatever the number of packets in flight. Every event,
-/// in a stream or not, carries its global insertion sequence, and the heap
-/// orders heads by (time, seq): the pop order is exactly that of one big
-/// (time, seq) heap.
+/// in a stream or not, carries its global insertion sequence, and the heaps
+/// order by (time, seq): the pop order is exactly that of one big (time, seq)
+/// heap.
 ///
-/// The head's event is stored in the heap itself, so [`EventQueue::peek`] is
+/// Stream heads and single events (timers) live in two heaps, and a pop takes
+/// the smaller of the two tops: timers are mostly far in the future, and mixed
+/// with the heads they would only make the heads' heap deeper, while almost
+/// every pop is a head replaced by its successor.
+/// A head's event is stored in the heap itself, so [`EventQueue::peek`] is
 /// cheap, and the queue prefetches the entry that will replace the next head
 /// to pop (see [`prefetch`]).
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    heap: DHeap<Slot<E>>,
+    heads: DHeap<Slot<E>>,
+    singles: DHeap<E>,
     streams: Vec<Stream<E>>,
     next_seq: u64,
     popped: u64,
@@ -209,7 +210,8 @@ impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         EventQueue {
-            heap: DHeap::with_capacity(4096),
+            heads: DHeap::with_capacity(1024),
+            singles: DHeap::with_capacity(1024),
             streams: Vec::new(),
             next_seq: 0,
             popped: 0,
@@ -231,20 +233,13 @@ impl<E: Copy> EventQueue<E> {
     pub fn push(&mut self, time: Instant, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(
-            key(time.as_nanos(), seq),
-            Slot {
-                stream: NO_STREAM,
-                event,
-            },
-        );
+        self.singles.push(key(time.as_nanos(), seq), event);
     }
 
     /// Schedule `event` at `time` on stream `stream`, whose events must be
     /// pushed in non-decreasing time order (checked in debug builds).
     #[inline]
     pub fn push_stream(&mut self, stream: u32, time: Instant, event: E) {
-        debug_assert_ne!(stream, NO_STREAM, "stream id reserved");
         let seq = self.next_seq;
         self.next_seq += 1;
         let time = time.as_nanos();
@@ -257,21 +252,34 @@ impl<E: Copy> EventQueue<E> {
             s.rest.push_back(Queued { time, seq, event });
         } else {
             s.active = true;
-            self.heap.push(key(time, seq), Slot { stream, event });
+            self.heads.push(key(time, seq), Slot { stream, event });
+        }
+    }
+
+    /// Whether the earliest event is a single one (else a stream head); `None`
+    /// if nothing is pending.
+    #[inline]
+    fn single_first(&self) -> Option<bool> {
+        match (self.heads.peek_key(), self.singles.peek_key()) {
+            (Some(h), Some(s)) => Some(s < h),
+            (Some(_), None) => Some(false),
+            (None, Some(_)) => Some(true),
+            (None, None) => None,
         }
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        let (k, slot) = self.heap.peek()?;
-        self.popped += 1;
-        if slot.stream == NO_STREAM {
-            self.heap.remove_top();
+        let (k, event) = if self.single_first()? {
+            let top = self.singles.peek()?;
+            self.singles.remove_top();
+            top
         } else {
+            let (k, slot) = self.heads.peek()?;
             let s = &mut self.streams[slot.stream as usize];
             match s.rest.pop_front() {
-                Some(q) => self.heap.replace_top(
+                Some(q) => self.heads.replace_top(
                     key(q.time, q.seq),
                     Slot {
                         stream: slot.stream,
@@ -280,35 +288,43 @@ impl<E: Copy> EventQueue<E> {
                 ),
                 None => {
                     s.active = false;
-                    self.heap.remove_top();
+                    self.heads.remove_top();
                 }
             }
-        }
+            (k, slot.event)
+        };
+        self.popped += 1;
         // The next pop of a stream head reads that stream's next event: ask for
         // it now, so that it arrives while the caller handles this event.
-        if let Some((_, next)) = self.heap.peek() {
-            if next.stream != NO_STREAM {
-                if let Some(q) = self.streams[next.stream as usize].rest.front() {
-                    prefetch(q);
-                }
+        if let Some((_, next)) = self.heads.peek() {
+            if let Some(q) = self.streams[next.stream as usize].rest.front() {
+                prefetch(q);
             }
         }
-        Some((Instant::from_nanos(key_time(k)), slot.event))
+        Some((Instant::from_nanos(key_time(k)), event))
     }
 
     /// The earliest event, without removing it.
     #[inline]
     pub fn peek(&self) -> Option<(Instant, &E)> {
-        let (k, slot) = (self.heap.keys.first()?, self.heap.vals.first()?);
-        Some((Instant::from_nanos(key_time(*k)), &slot.event))
+        let (k, e) = if self.single_first()? {
+            (self.singles.keys.first()?, self.singles.vals.first()?)
+        } else {
+            let (k, slot) = (self.heads.keys.first()?, self.heads.vals.first()?);
+            (k, &slot.event)
+        };
+        Some((Instant::from_nanos(key_time(*k)), e))
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<Instant> {
-        self.heap
-            .peek_key()
-            .map(|k| Instant::from_nanos(key_time(k)))
+        let k = match (self.heads.peek_key(), self.singles.peek_key()) {
+            (Some(h), Some(s)) => h.min(s),
+            (Some(k), None) | (None, Some(k)) => k,
+            (None, None) => return None,
+        };
+        Some(Instant::from_nanos(key_time(k)))
     }
 
     /// Number of events processed so far.
@@ -318,12 +334,14 @@ impl<E: Copy> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.streams.iter().map(|s| s.rest.len()).sum::<usize>()
+        self.heads.len()
+            + self.singles.len()
+            + self.streams.iter().map(|s| s.rest.len()).sum::<usize>()
     }
 
     /// True if nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.len() == 0
+        self.heads.len() == 0 && self.singles.len() == 0
     }
 }
 
@@ -456,7 +474,11 @@ mod tests {
         let mut want = Vec::new();
         for i in 0..20_000u32 {
             if rng.random_range(0..3u32) == 0 {
-                if let Some((t, ev)) = q.pop() {
+                let peeked = q.peek().map(|(t, &e)| (t, e));
+                assert_eq!(peeked.map(|p| p.0), q.peek_time());
+                let popped = q.pop();
+                assert_eq!(popped, peeked);
+                if let Some((t, ev)) = popped {
                     now = t.as_nanos();
                     out.push((now, ev));
                     reference.sort_unstable();
