@@ -21,7 +21,7 @@ use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
 use rtcc_core::session::sender::{SenderConfig, SenderSession};
 use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
 
-use crate::engine::EventQueue;
+use crate::engine::{prefetch, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
 use crate::metrics::DelayHistogram;
 use crate::scenario::{
@@ -1003,6 +1003,12 @@ impl World {
             let Some((t, ev)) = self.queue.pop() else {
                 break;
             };
+            // A hint only: start loading the next event's packet while this one runs.
+            if let Some((_, &Event::Hop { pkt, .. })) = self.queue.peek() {
+                if let Some(p) = self.packets.get(pkt as usize) {
+                    prefetch(p);
+                }
+            }
             self.now = t;
             match ev {
                 Event::Hop { pkt, hop } => self.hop(pkt, hop),

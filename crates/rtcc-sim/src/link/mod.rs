@@ -74,7 +74,7 @@ pub const MAHIMAHI_OPPORTUNITY: Bytes = Bytes::new(1500);
 const MAHIMAHI_CAPACITY_WINDOW: Duration = Duration::from_millis(100);
 
 /// Ring-buffer capacity reserved up front (packets).
-const INITIAL_BACKLOG_CAPACITY: usize = 1024;
+const INITIAL_BACKLOG_CAPACITY: usize = 16;
 
 /// How a link is built.
 #[derive(Debug, Clone)]
