@@ -71,8 +71,6 @@ pub struct RunReport {
     pub events: u64,
     /// Packets delivered to their destination endpoint (data direction).
     pub delivered_packets: u64,
-    /// Wall-clock time of the run (not written to any file).
-    pub wall_time: std::time::Duration,
 }
 
 /// Why a run failed.
@@ -119,9 +117,6 @@ pub fn run_interruptible(
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<RunReport, SimError> {
-    // The one wall-clock read of the simulator: it measures, never decides.
-    #[allow(clippy::disallowed_methods)]
-    let t0 = std::time::Instant::now();
     let seed = opts.seed.unwrap_or(scenario.seed());
     let io = |path: PathBuf| {
         move |source: std::io::Error| SimError::Io {
@@ -174,6 +169,5 @@ pub fn run_interruptible(
         out_dir: opts.out_dir.clone(),
         events: world.events(),
         delivered_packets: world.delivered_packets,
-        wall_time: t0.elapsed(),
     })
 }
