@@ -339,16 +339,19 @@ pub struct EncoderSpec {
 }
 
 impl Default for EncoderSpec {
+    /// The encoder library's own defaults: one source of truth, so a scenario
+    /// without an `encoder` table gets exactly `ParametricEncoderConfig::default()`.
     fn default() -> Self {
+        let d = rtcc_core::media::encoder::ParametricEncoderConfig::default();
         EncoderSpec {
             kind: "parametric".into(),
-            fps: 30.0,
-            gop: 60,
-            i_frame_factor: 10.0,
-            size_variability: 0.2,
-            reaction_delay: Duration::from_millis(100),
-            min_bitrate: Bitrate::kbps(50),
-            max_bitrate: Bitrate::kbps(2500),
+            fps: d.fps,
+            gop: d.gop,
+            i_frame_factor: d.i_frame_factor,
+            size_variability: d.size_variability,
+            reaction_delay: d.reaction_delay,
+            min_bitrate: d.min_bitrate,
+            max_bitrate: d.max_bitrate,
             start_bitrate: None,
             etr: None,
         }

@@ -463,7 +463,7 @@ impl ParametricEncoder {
     /// Capture instant of frame `k`: `start + k / fps`, computed from `k` so that
     /// rounding never accumulates.
     pub fn capture_time(&self, k: u64) -> Instant {
-        self.start + Duration::from_nanos((k as f64 * 1e9 / self.config.fps).round() as u64)
+        frame_time(self.start, self.config.fps, k)
     }
 
     /// Index of the first frame captured at or after `t`.
@@ -652,8 +652,14 @@ impl TraceEncoder {
     }
 
     fn capture_time(&self, k: u64) -> Instant {
-        self.start + Duration::from_nanos((k as f64 * 1e9 / self.fps).round() as u64)
+        frame_time(self.start, self.fps, k)
     }
+}
+
+/// Capture instant of frame `k` of a stream starting at `start` at `fps`:
+/// computed from `k` (never accumulated), so frame times do not drift.
+fn frame_time(start: Instant, fps: f64, k: u64) -> Instant {
+    start + Duration::from_nanos((k as f64 * 1e9 / fps).round() as u64)
 }
 
 impl EncoderModel for TraceEncoder {
