@@ -800,10 +800,10 @@ impl World {
 
     fn service_media_receiver(&mut self, fi: usize) {
         let now = self.now;
-        let mut fb = std::mem::take(&mut self.fb_scratch);
         let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else {
             return;
         };
+        let mut fb = std::mem::take(&mut self.fb_scratch);
         let have = r.poll_feedback(now, &mut fb);
         self.drain_frames(fi);
         if have {
@@ -1134,10 +1134,11 @@ impl World {
             let bneck = f.bottleneck;
             let capacity = self.links[bneck].mean_capacity(from, now);
             let backlog = self.links[bneck].backlog(now);
-            let queue_delay = if self.links[bneck].capacity_at(now).is_zero() {
+            let rate_now = self.links[bneck].capacity_at(now);
+            let queue_delay = if rate_now.is_zero() {
                 Duration::ZERO
             } else {
-                backlog / self.links[bneck].capacity_at(now)
+                backlog / rate_now
             };
             let f = &mut self.flows[fi];
             let rate = |b: u64| Bytes::new(b) / interval;
