@@ -16,7 +16,7 @@
 pub mod engine;
 pub mod link;
 pub mod metrics;
-mod output;
+pub mod output;
 pub mod scenario;
 pub mod tcp;
 mod world;

@@ -4,18 +4,105 @@
 //! holds nothing that depends on the machine (no wall time), so the same
 //! scenario and seed give byte-identical files.
 
+use std::io::{self, Write};
+
+use rtcc_core::media::player::FrameRecord;
+use rtcc_core::{Bitrate, Bytes, Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::metrics::{jain_index, DelaySummary};
 use crate::scenario::FlowKind;
 use crate::world::World;
 
-fn delay_json(s: DelaySummary) -> Value {
+/// Header line of `timeseries.csv` (DESIGN §4.2).
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms";
+
+/// Header line of `frames.csv` (DESIGN §4.2).
+pub const FRAMES_HEADER: &str =
+    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped";
+
+/// One row of `timeseries.csv`; `None` fields are left empty (not measured by
+/// this flow kind or this side of a real run).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TimeseriesRow<'a> {
+    /// Sample time.
+    pub time: Instant,
+    /// Flow name.
+    pub flow: &'a str,
+    /// Send rate over the last interval.
+    pub send_rate: Option<Bitrate>,
+    /// Goodput over the last interval.
+    pub goodput: Option<Bitrate>,
+    /// Controller target.
+    pub target: Option<Bitrate>,
+    /// Controller bandwidth estimate.
+    pub estimate: Option<Bitrate>,
+    /// Congestion window.
+    pub cwnd: Option<Bytes>,
+    /// Smoothed RTT.
+    pub srtt: Option<Duration>,
+    /// Bottleneck backlog.
+    pub queue: Option<Bytes>,
+    /// Bottleneck queueing delay.
+    pub queue_delay: Option<Duration>,
+}
+
+/// Writes one `timeseries.csv` row.
+pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Result<()> {
+    let kb = |r: Option<Bitrate>| {
+        r.map(|r| format!("{:.3}", r.as_kbps_f64()))
+            .unwrap_or_default()
+    };
+    let ms = |d: Option<Duration>| {
+        d.map(|d| format!("{:.3}", d.as_millis_f64()))
+            .unwrap_or_default()
+    };
+    writeln!(
+        w,
+        "{:.3},{},{},{},{},{},{},{},{},{}",
+        r.time.as_secs_f64(),
+        r.flow,
+        kb(r.send_rate),
+        kb(r.goodput),
+        kb(r.target),
+        kb(r.estimate),
+        r.cwnd.map(|c| c.get().to_string()).unwrap_or_default(),
+        ms(r.srtt),
+        r.queue.map(|q| q.get().to_string()).unwrap_or_default(),
+        ms(r.queue_delay),
+    )
+}
+
+/// Writes one `frames.csv` row.
+pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io::Result<()> {
+    let opt = |t: Option<Instant>| {
+        t.map(|t| format!("{:.3}", t.as_millis_f64()))
+            .unwrap_or_default()
+    };
+    writeln!(
+        w,
+        "{},{},{},{},{:.3},{},{},{},{}",
+        flow,
+        rec.frame_id,
+        rec.frame_type.as_str(),
+        rec.size.get(),
+        rec.capture_time.as_millis_f64(),
+        opt(rec.complete),
+        opt(rec.displayed),
+        rec.delay()
+            .map(|d| format!("{:.3}", d.as_millis_f64()))
+            .unwrap_or_default(),
+        u8::from(rec.dropped),
+    )
+}
+
+/// A delay summary as JSON, rounded to microseconds.
+pub fn delay_json(s: DelaySummary) -> Value {
     json!({ "mean": round3(s.mean), "p50": round3(s.p50), "p95": round3(s.p95) })
 }
 
 /// Rounds to 3 decimals so that the file is stable and readable.
-fn round3(x: f64) -> f64 {
+pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 

@@ -24,6 +24,7 @@ use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
 use crate::engine::{prefetch, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
 use crate::metrics::DelayHistogram;
+use crate::output;
 use crate::scenario::{
     EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, Scenario, ScenarioError,
     TopologyKind, TraceFormatSpec,
@@ -1077,8 +1078,7 @@ impl World {
 
     fn write_timeseries_header(&mut self) {
         if let Some(w) = &mut self.sinks.timeseries {
-            let r = writeln!(w, "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms");
-            if let Err(e) = r {
+            if let Err(e) = writeln!(w, "{}", output::TIMESERIES_HEADER) {
                 self.io_error = Some(e);
             }
         }
@@ -1086,8 +1086,7 @@ impl World {
 
     fn write_frames_header(&mut self) {
         if let Some(w) = &mut self.sinks.frames {
-            let r = writeln!(w, "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped");
-            if let Err(e) = r {
+            if let Err(e) = writeln!(w, "{}", output::FRAMES_HEADER) {
                 self.io_error = Some(e);
             }
         }
@@ -1097,26 +1096,7 @@ impl World {
         let Some(w) = &mut self.sinks.frames else {
             return;
         };
-        let opt = |t: Option<Instant>| {
-            t.map(|t| format!("{:.3}", t.as_millis_f64()))
-                .unwrap_or_default()
-        };
-        let r = writeln!(
-            w,
-            "{},{},{},{},{:.3},{},{},{},{}",
-            self.flows[fi].name,
-            rec.frame_id,
-            rec.frame_type.as_str(),
-            rec.size.get(),
-            rec.capture_time.as_millis_f64(),
-            opt(rec.complete),
-            opt(rec.displayed),
-            rec.delay()
-                .map(|d| format!("{:.3}", d.as_millis_f64()))
-                .unwrap_or_default(),
-            u8::from(rec.dropped),
-        );
-        if let Err(e) = r {
+        if let Err(e) = output::write_frame_row(w, &self.flows[fi].name, rec) {
             self.io_error = Some(e);
         }
     }
@@ -1176,24 +1156,20 @@ impl World {
             let Some(w) = &mut self.sinks.timeseries else {
                 continue;
             };
-            let kb = |r: Option<Bitrate>| {
-                r.map(|r| format!("{:.3}", r.as_kbps_f64()))
-                    .unwrap_or_default()
-            };
-            let r = writeln!(
+            let r = output::write_timeseries_row(
                 w,
-                "{:.3},{},{:.3},{:.3},{},{},{},{},{},{:.3}",
-                now.as_secs_f64(),
-                f.name,
-                send.as_kbps_f64(),
-                goodput.as_kbps_f64(),
-                kb(target),
-                kb(est),
-                cwnd.map(|c| c.get().to_string()).unwrap_or_default(),
-                srtt.map(|d| format!("{:.3}", d.as_millis_f64()))
-                    .unwrap_or_default(),
-                backlog.get(),
-                queue_delay.as_millis_f64(),
+                &output::TimeseriesRow {
+                    time: now,
+                    flow: &f.name,
+                    send_rate: Some(send),
+                    goodput: Some(goodput),
+                    target,
+                    estimate: est,
+                    cwnd,
+                    srtt,
+                    queue: Some(backlog),
+                    queue_delay: Some(queue_delay),
+                },
             );
             if let Err(e) = r {
                 self.io_error = Some(e);
