@@ -27,6 +27,7 @@ use std::path::PathBuf;
 
 use rtcc_core::Duration;
 pub use scenario::{Scenario, ScenarioError};
+pub use world::{default_cc_config, media_setup, MediaSetup};
 
 /// How to run a scenario.
 #[derive(Debug, Clone)]

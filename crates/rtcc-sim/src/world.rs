@@ -18,7 +18,7 @@ use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
 use rtcc_core::rng;
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
-use rtcc_core::session::sender::{SenderConfig, SenderSession};
+use rtcc_core::session::sender::{FeedbackTimeout, SenderConfig, SenderSession};
 use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
 
 use crate::engine::{prefetch, EventQueue};
@@ -92,11 +92,44 @@ enum ReceiverEp {
     Cbr,
 }
 
-/// A media flow's parts, kept until its start time.
-struct MediaSetup {
-    sender: SenderConfig,
-    encoder: ParametricEncoderConfig,
-    receiver: ReceiverConfig,
+/// A media flow's parts: what the simulator builds its endpoints from, and
+/// what the real transport (rtcc-net) builds its sessions from, so that one
+/// scenario flow runs the same in both.
+#[derive(Debug, Clone)]
+pub struct MediaSetup {
+    /// Sender session settings (controller, packetizer).
+    pub sender: SenderConfig,
+    /// Encoder model settings.
+    pub encoder: ParametricEncoderConfig,
+    /// Receiver session settings (feedback interval, player).
+    pub receiver: ReceiverConfig,
+}
+
+/// The media flow `name` of a scenario (the first media flow when `None`),
+/// as the simulator would build it. Errors name the flow.
+pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, ScenarioError> {
+    let found = sc.flows.iter().enumerate().find(|(_, f)| {
+        let f = f.get_ref();
+        *f.kind.get_ref() == FlowKind::Media && name.is_none_or(|n| f.name == n)
+    });
+    let Some((i, f)) = found else {
+        let what = match name {
+            Some(n) => format!("no media flow named \"{n}\""),
+            None => "the scenario has no media flow".to_string(),
+        };
+        return Err(sc.error(None, "flow", what));
+    };
+    match World::flow_setup(sc, i, f.get_ref())? {
+        FlowSetup::Media(m) => Ok(*m),
+        // `found` only matches media flows.
+        _ => Err(sc.error(None, "flow", "not a media flow".to_string())),
+    }
+}
+
+/// The controller settings a scenario flow would get from `cc = "<name>"` with
+/// no `[flow.cc_config]` table, for an encoder configured as `enc`.
+pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<CcConfig, String> {
+    cc_config(name, None, enc)
 }
 
 /// What a flow is built from (kept until its start time).
@@ -503,7 +536,11 @@ impl World {
                     packetizer.mtu = *m.get_ref();
                 }
                 FlowSetup::Media(Box::new(MediaSetup {
-                    sender: SenderConfig { cc, packetizer },
+                    sender: SenderConfig {
+                        cc,
+                        packetizer,
+                        feedback_timeout: Some(FeedbackTimeout::default()),
+                    },
                     encoder,
                     receiver: ReceiverConfig {
                         feedback_interval: f

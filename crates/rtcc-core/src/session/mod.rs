@@ -10,7 +10,7 @@ mod tests {
     //! a fixed-rate bottleneck with a FIFO queue and a constant delay.
 
     use super::receiver::{ReceiverConfig, ReceiverSession};
-    use super::sender::{SenderConfig, SenderSession};
+    use super::sender::{FeedbackTimeout, SenderConfig, SenderSession};
     use crate::cc::{CcConfig, CongestionController, FixedConfig};
     use crate::feedback::WireFeedback;
     use crate::media::encoder::{EtrModel, ParametricEncoder, ParametricEncoderConfig};
@@ -58,6 +58,7 @@ mod tests {
             SenderConfig {
                 cc,
                 packetizer: Packetizer::default(),
+                feedback_timeout: Some(FeedbackTimeout::default()),
             },
             enc,
         );
@@ -221,5 +222,102 @@ mod tests {
             0,
         );
         assert_eq!(clean.sender.stats().key_frames_requested, 0);
+    }
+}
+
+#[cfg(test)]
+mod feedback_timeout_tests {
+    use super::sender::{FeedbackTimeout, SenderConfig, SenderSession};
+    use crate::cc::{CcConfig, FixedConfig};
+    use crate::feedback::WireFeedback;
+    use crate::media::encoder::{
+        EncoderModel, EtrModel, ParametricEncoder, ParametricEncoderConfig,
+    };
+    use crate::media::packetizer::Packetizer;
+    use crate::rng;
+    use crate::{Bitrate, Duration, Instant};
+
+    fn sender(timeout: Option<FeedbackTimeout>) -> SenderSession<ParametricEncoder> {
+        let now = Instant::ZERO;
+        let target = Bitrate::kbps(2000);
+        let enc = ParametricEncoder::new(
+            now,
+            ParametricEncoderConfig {
+                start_bitrate: target,
+                etr: EtrModel::Constant(1.0),
+                reaction_delay: Duration::ZERO,
+                ..Default::default()
+            },
+            rng::stream(1, 1),
+        )
+        .unwrap();
+        let cc = CcConfig::Fixed(FixedConfig {
+            bitrate: target,
+            pacing_factor: 2.5,
+        });
+        SenderSession::new(
+            now,
+            SenderConfig {
+                cc,
+                packetizer: Packetizer::default(),
+                feedback_timeout: timeout,
+            },
+            enc,
+        )
+    }
+
+    /// Drives the sender alone (no feedback) until `until`; returns the
+    /// encoder's target just before `until`.
+    fn drive(s: &mut SenderSession<ParametricEncoder>, from: Instant, until: Instant) -> Bitrate {
+        let mut t = from;
+        while t < until {
+            s.on_timeout(t);
+            while s.poll_transmit(t).is_some() {}
+            let next = s.poll_timeout(t).unwrap_or(until).min(until);
+            t = next.max(t + Duration::from_micros(100));
+        }
+        s.encoder().current_target()
+    }
+
+    #[test]
+    fn silence_halves_the_rate_each_interval_down_to_the_floor() {
+        let mut s = sender(Some(FeedbackTimeout::default()));
+        let ms = Instant::from_millis;
+        assert_eq!(drive(&mut s, ms(0), ms(900)), Bitrate::kbps(2000));
+        assert_eq!(drive(&mut s, ms(900), ms(1100)), Bitrate::kbps(1000));
+        assert_eq!(drive(&mut s, ms(1100), ms(2100)), Bitrate::kbps(500));
+        assert_eq!(drive(&mut s, ms(2100), ms(3100)), Bitrate::kbps(250));
+        // 2000 / 2^6 = 31 kbps < the 50 kbps floor.
+        assert_eq!(drive(&mut s, ms(3100), ms(6500)), Bitrate::kbps(50));
+        assert_eq!(s.stats().feedback_timeouts, 6);
+        // Packets keep flowing at the floor, so feedback can come back.
+        let before = s.stats().packets_sent;
+        drive(&mut s, ms(6500), ms(7500));
+        assert!(s.stats().packets_sent > before);
+    }
+
+    #[test]
+    fn feedback_lifts_the_cap_and_restarts_the_clock() {
+        let mut s = sender(Some(FeedbackTimeout::default()));
+        let ms = Instant::from_millis;
+        assert_eq!(drive(&mut s, ms(0), ms(2100)), Bitrate::kbps(500));
+        let fb = WireFeedback {
+            report_time: ms(2100),
+            packets: vec![(0, Some(ms(10)))],
+            key_frame_request: false,
+        };
+        s.handle_feedback(ms(2100), &fb);
+        assert_eq!(s.encoder().current_target(), Bitrate::kbps(2000));
+        // The silence clock restarts at the next send, not at time zero.
+        assert_eq!(drive(&mut s, ms(2100), ms(3000)), Bitrate::kbps(2000));
+        assert_eq!(drive(&mut s, ms(3000), ms(3200)), Bitrate::kbps(1000));
+    }
+
+    #[test]
+    fn disabled_timeout_never_backs_off() {
+        let mut s = sender(None);
+        let ms = Instant::from_millis;
+        assert_eq!(drive(&mut s, ms(0), ms(5000)), Bitrate::kbps(2000));
+        assert_eq!(s.stats().feedback_timeouts, 0);
     }
 }

@@ -35,6 +35,41 @@ pub struct SenderConfig {
     pub cc: CcConfig,
     /// Packet sizes.
     pub packetizer: Packetizer,
+    /// What to do when the receiver falls silent (`None` = nothing).
+    pub feedback_timeout: Option<FeedbackTimeout>,
+}
+
+/// The sender's reaction to a receiver that stopped sending feedback, in the
+/// spirit of the RTP circuit breaker (RFC 8083 §4.1: the RTCP timeout): a
+/// controller that hears nothing cannot tell congestion collapse from a dead
+/// path, so the session stops trusting its target. After `after` without
+/// feedback while sending, the rate allowed to the encoder and the pacer is
+/// the controller's target times `factor`, and times `factor` again for every
+/// further `after` of silence, down to `floor`. Unlike RFC 8083, which ceases
+/// transmission, the sender keeps a trickle at `floor` so that feedback can
+/// resume when the path heals (a receiver restart, a route change); the first
+/// report lifts the cap and the controller takes over again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeedbackTimeout {
+    /// Silence before the first back-off. Default 1 s: 20 feedback intervals
+    /// at the default 50 ms, and several RTTs on any path video is sent over
+    /// (RFC 8083 §4.1 uses 3 RTCP reporting intervals).
+    pub after: Duration,
+    /// Multiplier per `after` of silence (default 0.5).
+    pub factor: f64,
+    /// Lowest allowed rate (default 50 kbps: a low-quality video stream keeps
+    /// the path and the receiver's feedback alive).
+    pub floor: Bitrate,
+}
+
+impl Default for FeedbackTimeout {
+    fn default() -> Self {
+        FeedbackTimeout {
+            after: Duration::from_secs(1),
+            factor: 0.5,
+            floor: Bitrate::kbps(50),
+        }
+    }
 }
 
 /// A packet to put on the wire now.
@@ -69,6 +104,8 @@ pub struct SenderStats {
     pub unknown_feedback_entries: u64,
     /// Key frames produced on the receiver's request.
     pub key_frames_requested: u64,
+    /// Back-off steps taken because feedback stopped ([`FeedbackTimeout`]).
+    pub feedback_timeouts: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +132,12 @@ pub struct SenderSession<E> {
     stats: SenderStats,
     last_now: Instant,
     last_key_frame_request: Option<Instant>,
+    feedback_timeout: Option<FeedbackTimeout>,
+    /// Since when the receiver has been silent while we sent: the last
+    /// feedback, or the first send after it (`None` = not silent).
+    silent_since: Option<Instant>,
+    /// Back-off steps in force (0 = none).
+    backoff_steps: u64,
 }
 
 impl<E: EncoderModel> SenderSession<E> {
@@ -118,6 +161,9 @@ impl<E: EncoderModel> SenderSession<E> {
             stats: SenderStats::default(),
             last_now: now,
             last_key_frame_request: None,
+            feedback_timeout: config.feedback_timeout,
+            silent_since: None,
+            backoff_steps: 0,
         }
     }
 
@@ -147,8 +193,39 @@ impl<E: EncoderModel> SenderSession<E> {
     }
 
     fn sync_controls(&mut self, now: Instant) {
-        self.pacer.set_budget(now, self.cc.send_budget());
-        self.encoder.set_target(now, self.cc.target_bitrate());
+        let mut budget = self.cc.send_budget();
+        let mut target = self.cc.target_bitrate();
+        if let (Some(ft), true) = (self.feedback_timeout, self.backoff_steps > 0) {
+            let steps = i32::try_from(self.backoff_steps).unwrap_or(i32::MAX);
+            let cap = target.mul_f64(ft.factor.powi(steps)).max(ft.floor);
+            if cap < target {
+                let k = cap.as_bps_f64() / target.as_bps_f64();
+                budget.pacing_rate = budget.pacing_rate.mul_f64(k);
+                target = cap;
+            }
+        }
+        self.pacer.set_budget(now, budget);
+        self.encoder.set_target(now, target);
+    }
+
+    /// The instant of the next back-off step, while the receiver is silent.
+    fn next_backoff(&self) -> Option<Instant> {
+        let ft = self.feedback_timeout?;
+        let since = self.silent_since?;
+        Some(since + ft.after.mul_f64((self.backoff_steps + 1) as f64))
+    }
+
+    /// Takes the back-off steps due at `now`.
+    fn check_feedback_timeout(&mut self, now: Instant) {
+        let mut stepped = false;
+        while self.next_backoff().is_some_and(|t| t <= now) {
+            self.backoff_steps += 1;
+            self.stats.feedback_timeouts += 1;
+            stepped = true;
+        }
+        if stepped {
+            self.sync_controls(now);
+        }
     }
 
     /// Timers: produce due frames, fire the controller's timer.
@@ -189,6 +266,7 @@ impl<E: EncoderModel> SenderSession<E> {
             self.cc.on_timeout(now);
             self.sync_controls(now);
         }
+        self.check_feedback_timeout(now);
     }
 
     /// The next packet to send now, if the window and the pacer allow.
@@ -225,6 +303,9 @@ impl<E: EncoderModel> SenderSession<E> {
             reported: false,
             received: false,
         });
+        if self.silent_since.is_none() {
+            self.silent_since = Some(now);
+        }
         self.pacer.on_sent(now, head.wire_size);
         self.cc.on_packet_sent(now, &sent);
         self.pacer.set_budget(now, self.cc.send_budget());
@@ -242,6 +323,10 @@ impl<E: EncoderModel> SenderSession<E> {
     pub fn handle_feedback(&mut self, now: Instant, fb: &WireFeedback) {
         self.last_now = now;
         self.stats.feedback_reports += 1;
+        // The receiver is alive: lift any back-off (applied by `sync_controls`
+        // below) and start the silence clock again at the next send.
+        self.silent_since = None;
+        self.backoff_steps = 0;
         if fb.key_frame_request
             && self
                 .last_key_frame_request
@@ -325,6 +410,7 @@ impl<E: EncoderModel> SenderSession<E> {
             }
         };
         consider(self.cc.poll_timeout());
+        consider(self.next_backoff());
         if !self.queue.is_empty() {
             let window_open = self
                 .cc
