@@ -165,7 +165,10 @@ fn throughput(got: &[(StdInstant, Vec<u8>)], t0: StdInstant, from: f64, to: f64)
 
 /// Floods a link at twice `rate_bps` for 2 s with 1200 B (wire) datagrams and
 /// returns the arrivals, the send origin and the relay's counters.
-fn flood(link: LinkOptions, rate_bps: f64) -> (Vec<(StdInstant, Vec<u8>)>, StdInstant, u32, EmulatorStats) {
+fn flood(
+    link: LinkOptions,
+    rate_bps: f64,
+) -> (Vec<(StdInstant, Vec<u8>)>, StdInstant, u32, EmulatorStats) {
     let receiver = local();
     let relay = start(config(receiver.local_addr().expect("addr"), link));
     let done = Arc::new(AtomicBool::new(false));
@@ -206,7 +209,10 @@ fn a_flood_at_twice_the_rate_is_shaped_to_the_rate_and_the_queue_drops_the_exces
         f.drops_queue
     );
     assert_eq!(f.datagrams_out, got.len() as u64);
-    assert_eq!(f.datagrams_out + f.drops_queue + f.held_at_exit, f.datagrams_in);
+    assert_eq!(
+        f.datagrams_out + f.drops_queue + f.held_at_exit,
+        f.datagrams_in
+    );
     // A 30 KB queue at 2 Mbps holds 120 ms (+ one 4.8 ms transmission).
     let q = f.max_queue_delay.as_millis_f64();
     assert!((100.0..=130.0).contains(&q), "max queue delay {q} ms");
@@ -241,7 +247,10 @@ fn sparse_datagrams_see_the_propagation_delay() {
     owd.sort_by(f64::total_cmp);
     let median = owd[owd.len() / 2];
     assert!(owd[0] >= 49.9, "a datagram arrived early: {owd:?}");
-    assert!((median - 50.0).abs() <= 5.0, "median one-way delay {median} ms: {owd:?}");
+    assert!(
+        (median - 50.0).abs() <= 5.0,
+        "median one-way delay {median} ms: {owd:?}"
+    );
     assert_eq!(stats.forward.datagrams_out, 30);
 }
 
@@ -259,7 +268,7 @@ fn bernoulli_loss_of_ten_percent_delivers_ninety_percent() {
     let rx = receive_all(receiver, done.clone());
     let client = local();
     let n = 2000u32;
-    send_paced(&client, relay.listen, 20, StdDuration::from_micros(500), n);
+    send_paced(&client, relay.listen, 20, StdDuration::from_millis(1), n);
     std::thread::sleep(StdDuration::from_millis(100));
     let stats = relay.finish();
     done.store(true, Ordering::Relaxed);
@@ -358,7 +367,10 @@ fn datagrams_from_an_unexpected_source_are_dropped_and_counted() {
     stranger.send_to(b"intruder", relay.upstream).expect("send");
     let waited = wait_for(|| relay.stats.snapshot().reverse.drops_unexpected_source == 1);
     assert!(waited, "the stranger's datagram was not counted");
-    assert!(client.recv_from(&mut buf).is_err(), "the stranger's datagram reached the client");
+    assert!(
+        client.recv_from(&mut buf).is_err(),
+        "the stranger's datagram reached the client"
+    );
     let stats = relay.finish();
     assert_eq!(stats.reverse.drops_unexpected_source, 1);
     assert_eq!(stats.reverse.datagrams_out, 0);
@@ -428,7 +440,10 @@ fn option_errors_name_the_option_and_the_value() {
     let mut o = base.clone();
     o.reverse.delay = Some("soon".into());
     let e = err(o);
-    assert!(e.starts_with("--reverse-delay: cannot parse `soon`: "), "{e}");
+    assert!(
+        e.starts_with("--reverse-delay: cannot parse `soon`: "),
+        "{e}"
+    );
 
     let mut o = base.clone();
     o.link.loss = Some("150%".into());
@@ -526,8 +541,18 @@ fn a_duration_ends_the_run() {
     let receiver = local();
     let mut c = config(receiver.local_addr().expect("addr"), LinkOptions::default());
     c.duration = Some(rtcc_core::Duration::from_millis(200));
-    let stats = rtcc_net::emulate::run_blocking(c, Arc::new(AtomicBool::new(false)))
-        .expect("ran");
+    let stats = rtcc_net::emulate::run_blocking(c, Arc::new(AtomicBool::new(false))).expect("ran");
     let ms = stats.elapsed.as_millis_f64();
     assert!((195.0..1000.0).contains(&ms), "stopped after {ms} ms");
+}
+
+#[test]
+fn a_hand_built_zero_rate_link_is_refused_before_binding() {
+    let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
+    let mut c = EmulatorConfig::symmetric(addr, addr, rtcc_sim::link::LinkConfig::default());
+    c.reverse_link.rate = rtcc_sim::link::RateModel::Constant(rtcc_core::Bitrate::ZERO);
+    let e = rtcc_net::emulate::run_blocking(c, Arc::new(AtomicBool::new(true)))
+        .expect_err("zero rate")
+        .to_string();
+    assert_eq!(e, "reverse link: link rate must be > 0");
 }

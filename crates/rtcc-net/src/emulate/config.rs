@@ -364,18 +364,25 @@ where
     })
 }
 
-/// `host:port` (an IP literal or a name resolved now), the first address found.
+/// `host:port` (an IP literal or a name resolved now): the first IPv4 address
+/// found, else the first address.
 fn parse_addr(option: &str, value: &str) -> Result<SocketAddr, EmulatorError> {
     let err = |message: String| EmulatorError::Parse {
         option: option.to_string(),
         value: value.to_string(),
         message,
     };
-    let mut addrs = value
+    let addrs: Vec<SocketAddr> = value
         .to_socket_addrs()
-        .map_err(|e| err(format!("expected host:port ({e})")))?;
+        .map_err(|e| err(format!("expected host:port ({e})")))?
+        .collect();
+    // A name such as `localhost` may resolve to ::1 first while the endpoints
+    // listen on 127.0.0.1: prefer IPv4, as most UDP tools do.
     addrs
-        .next()
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
         .ok_or_else(|| err("the name has no address".into()))
 }
 

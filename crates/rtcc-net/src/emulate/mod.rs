@@ -66,6 +66,15 @@ pub enum EmulatorError {
         /// The links the scenario has.
         available: Vec<String>,
     },
+    /// A link configuration built by hand is unusable.
+    #[error("{direction} link: {source}")]
+    Link {
+        /// `forward` or `reverse`.
+        direction: &'static str,
+        /// What is wrong.
+        #[source]
+        source: rtcc_sim::link::LinkConfigError,
+    },
     /// A socket could not be set up (bind, local address) or the runtime could
     /// not start.
     #[error("{what}: {source}")]

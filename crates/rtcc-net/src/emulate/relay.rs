@@ -110,7 +110,18 @@ impl Relay {
     /// Binds the client-facing socket at `config.listen` and the upstream
     /// socket to an ephemeral port, and builds both links with their random
     /// streams (`rng::stream(seed, FORWARD_RNG | REVERSE_RNG)`).
+    ///
+    /// Fails if a link configuration does not validate
+    /// ([`LinkConfig::validate`](rtcc_sim::link::LinkConfig::validate)) or a
+    /// socket cannot be bound.
     pub async fn bind(config: EmulatorConfig) -> Result<Relay, EmulatorError> {
+        for (direction, link) in [
+            ("forward", &config.forward_link),
+            ("reverse", &config.reverse_link),
+        ] {
+            link.validate()
+                .map_err(|source| EmulatorError::Link { direction, source })?;
+        }
         let client_socket =
             UdpSocket::bind(config.listen)
                 .await
