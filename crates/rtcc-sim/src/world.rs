@@ -226,6 +226,66 @@ fn queue_limit(q: QueueSpec) -> QueueLimit {
     }
 }
 
+/// The link configurations a run builds, for tools that replay a scenario's
+/// links elsewhere (the real-time emulator of rtcc-net).
+impl Scenario {
+    /// Index in [`Scenario::links`] of the main link: the one named
+    /// `"bottleneck"`, else the first. All flows of a single topology cross it.
+    pub fn main_link_index(&self) -> usize {
+        self.links
+            .iter()
+            .position(|l| l.get_ref().name == "bottleneck")
+            .unwrap_or(0)
+    }
+
+    /// The configuration a run gives `[[link]]` number `index` (trace loaded,
+    /// validated), or the error a run would report; an index past the last
+    /// link is an error on the key `link`.
+    pub fn link_config(&self, index: usize) -> Result<LinkConfig, ScenarioError> {
+        let l = self.links.get(index).ok_or_else(|| {
+            self.error(
+                None,
+                "link",
+                format!("no link number {index} ({} declared)", self.links.len()),
+            )
+        })?;
+        World::link_config(self, index, l.get_ref(), l.span())
+    }
+
+    /// The reverse path (feedback, ACKs) a run pairs with `[[link]]` number
+    /// `index` when that link is the main one: `[topology]`'s `reverse_*`
+    /// options, else the forward link's rate and queue for a dumbbell and an
+    /// unlimited rate and queue for a single link; the forward link's delay; no
+    /// jitter, no loss.
+    pub fn reverse_link_config(&self, index: usize) -> Result<LinkConfig, ScenarioError> {
+        let forward = self.link_config(index)?;
+        Ok(self.reverse_config_of(&forward, self.links[index].get_ref()))
+    }
+
+    fn reverse_config_of(&self, forward: &LinkConfig, spec: &LinkSpec) -> LinkConfig {
+        let topo = &self.topology;
+        let dumbbell = topo.kind == TopologyKind::Dumbbell;
+        let rate = match topo.reverse_rate {
+            Some(r) => RateModel::Constant(r),
+            None if dumbbell => forward.rate.clone(),
+            None => RateModel::Constant(Bitrate::MAX),
+        };
+        let queue = match topo.reverse_queue {
+            Some(q) => queue_limit(q),
+            None if dumbbell => forward.queue,
+            None => QueueLimit::Unlimited,
+        };
+        LinkConfig {
+            rate,
+            delay: topo.reverse_delay.unwrap_or(spec.delay),
+            jitter: Duration::ZERO,
+            queue,
+            loss: LossConfig::None,
+            mahimahi_opportunity: forward.mahimahi_opportunity,
+        }
+    }
+}
+
 impl World {
     pub(crate) fn build(sc: &Scenario, seed: u64, sinks: Sinks) -> Result<World, ScenarioError> {
         let mut links = Vec::new();
@@ -253,35 +313,10 @@ impl World {
             ));
         }
         let topo = &sc.topology;
-        let main_idx = sc
-            .links
-            .iter()
-            .position(|l| l.get_ref().name == "bottleneck")
-            .unwrap_or(0);
+        let main_idx = sc.main_link_index();
         let main = declared[main_idx];
         let main_spec = sc.links[main_idx].get_ref();
-        let main_cfg = links[main as usize].config().clone();
-        let reverse_cfg = {
-            let dumbbell = topo.kind == TopologyKind::Dumbbell;
-            let rate = match topo.reverse_rate {
-                Some(r) => RateModel::Constant(r),
-                None if dumbbell => main_cfg.rate.clone(),
-                None => RateModel::Constant(Bitrate::MAX),
-            };
-            let queue = match topo.reverse_queue {
-                Some(q) => queue_limit(q),
-                None if dumbbell => main_cfg.queue,
-                None => QueueLimit::Unlimited,
-            };
-            LinkConfig {
-                rate,
-                delay: topo.reverse_delay.unwrap_or(main_spec.delay),
-                jitter: Duration::ZERO,
-                queue,
-                loss: LossConfig::None,
-                mahimahi_opportunity: main_cfg.mahimahi_opportunity,
-            }
-        };
+        let reverse_cfg = sc.reverse_config_of(links[main as usize].config(), main_spec);
         let rev_main = add_link(
             &mut links,
             &mut link_names,
