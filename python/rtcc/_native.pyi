@@ -6,7 +6,7 @@ Checked against the compiled module by `python -m mypy.stubtest rtcc._native`.
 from collections.abc import Callable
 from os import PathLike
 
-__all__ = ["ScenarioError", "run", "version"]
+__all__ = ["ScenarioError", "emulate", "run", "version"]
 
 class ScenarioError(ValueError):
     """Bad input: a scenario, trace or argument the simulator cannot use."""
@@ -29,3 +29,20 @@ def run(
 
 def version() -> str:
     """Return the version of the rtcc crates this module was built from."""
+
+def emulate(
+    listen: str,
+    forward: str,
+    link: dict[str, str] = ...,
+    reverse: dict[str, str] = ...,
+    scenario: str | PathLike[str] | None = None,
+    scenario_link: str | None = None,
+    seed: int | None = None,
+    duration: str | None = None,
+) -> str:
+    """Relay UDP from `listen` to `forward` through the simulator's link models.
+
+    `link` and `reverse` map option names (rate, trace, trace_format, delay,
+    queue, loss, jitter) to strings such as ``"2Mbps"``. Blocks until
+    `duration` or Ctrl-C; returns the relay's statistics as JSON.
+    """

@@ -15,6 +15,8 @@
 //! - an exception raised by the `progress` callback, or by a signal handler
 //!   (Ctrl-C ⇒ `KeyboardInterrupt`), stops the run and propagates unchanged.
 
+mod net;
+
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -101,6 +103,7 @@ fn version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(net::emulate, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     Ok(())
 }

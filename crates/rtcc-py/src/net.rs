@@ -1,0 +1,127 @@
+//! The real-transport commands (`rtcc emulate`, `rtcc send`, `rtcc recv`):
+//! each runs on its own thread with the GIL released, while the calling thread
+//! wakes every 100 ms to run Python's signal handlers; Ctrl-C sets the run's
+//! stop flag, the run winds down (writing its files), and `KeyboardInterrupt`
+//! propagates.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use rtcc_net::emulate::{run_blocking as run_emulator, EmulatorOptions, LinkOptions};
+
+use crate::ScenarioError;
+
+/// How a real-transport run ended, decided on its thread.
+pub(crate) enum NetOutcome {
+    /// Its JSON report.
+    Done(String),
+    /// A user error (address, option, file).
+    BadInput(String),
+    /// A bug.
+    Internal(String),
+}
+
+/// Runs `work` on a thread, GIL released, polling signals every 100 ms.
+pub(crate) fn run_on_thread(
+    py: Python<'_>,
+    work: impl FnOnce(Arc<AtomicBool>) -> NetOutcome + Send + 'static,
+) -> PyResult<String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let handle = std::thread::Builder::new()
+        .name("rtcc-net".into())
+        .spawn(move || work(flag))
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+    let mut interrupted: Option<PyErr> = None;
+    py.detach(|| {
+        while !handle.is_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if interrupted.is_none() {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    interrupted = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    let outcome = handle
+        .join()
+        .map_err(|_| PyRuntimeError::new_err("the network thread panicked (a bug in rtcc)"))?;
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    match outcome {
+        NetOutcome::Done(json) => Ok(json),
+        NetOutcome::BadInput(msg) => Err(ScenarioError::new_err(msg)),
+        NetOutcome::Internal(msg) => Err(PyRuntimeError::new_err(msg)),
+    }
+}
+
+fn link_options(mut o: HashMap<String, String>) -> Result<LinkOptions, String> {
+    let mut take = |k: &str| o.remove(k);
+    let opts = LinkOptions {
+        rate: take("rate"),
+        trace: take("trace").map(PathBuf::from),
+        trace_format: take("trace_format"),
+        delay: take("delay"),
+        queue: take("queue"),
+        loss: take("loss"),
+        jitter: take("jitter"),
+    };
+    match o.keys().next() {
+        Some(k) => Err(format!("unknown link option `{k}`")),
+        None => Ok(opts),
+    }
+}
+
+/// Runs the link emulator (a UDP relay through the simulator's link models)
+/// and returns its statistics as JSON. `link` and `reverse` map option names
+/// (rate, trace, trace_format, delay, queue, loss, jitter) to strings.
+#[pyfunction]
+#[pyo3(signature = (
+    listen,
+    forward,
+    link = HashMap::new(),
+    reverse = HashMap::new(),
+    scenario = None,
+    scenario_link = None,
+    seed = None,
+    duration = None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emulate(
+    py: Python<'_>,
+    listen: String,
+    forward: String,
+    link: HashMap<String, String>,
+    reverse: HashMap<String, String>,
+    scenario: Option<PathBuf>,
+    scenario_link: Option<String>,
+    seed: Option<u64>,
+    duration: Option<String>,
+) -> PyResult<String> {
+    let opts = EmulatorOptions {
+        listen,
+        forward,
+        link: link_options(link).map_err(ScenarioError::new_err)?,
+        reverse: link_options(reverse).map_err(ScenarioError::new_err)?,
+        scenario,
+        scenario_link,
+        seed,
+        duration,
+    };
+    let config = opts.build().map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    run_on_thread(py, move |stop| {
+        match run_emulator(config, stop) {
+            Ok(stats) => match serde_json::to_string(&stats.summary_json()) {
+                Ok(s) => NetOutcome::Done(s),
+                Err(e) => NetOutcome::Internal(e.to_string()),
+            },
+            Err(e) => NetOutcome::BadInput(e.to_string()),
+        }
+    })
+}
