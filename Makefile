@@ -15,7 +15,7 @@ REQS := $(VENV)/requirements.txt
 CARGO_PY := PYO3_PYTHON=$(PY)
 
 .PHONY: venv develop build demo test lint-rust lint-python test-rust test-python \
-        bench bench-ns3 clean
+        bench bench-ns3 clean media-tools
 
 venv: $(STAMP)
 
@@ -72,6 +72,25 @@ bench:
 
 bench-ns3:
 	bash bench/ns3/compare.sh
+
+# ffmpeg, for the H.264 decode test (crates/rtcc-net/tests/h264_decode.rs,
+# which skips without it). Best effort: never fails the build, says why not.
+media-tools:
+	@if command -v ffmpeg >/dev/null 2>&1; then \
+	  echo "media-tools: ffmpeg already installed ($$(command -v ffmpeg))"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "media-tools: apt-get not found; install ffmpeg with your package manager"; \
+	else \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "media-tools: not root and no sudo; cannot install ffmpeg"; exit 0; fi; \
+	  if $$SUDO apt-get update -qq && \
+	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends ffmpeg; then \
+	    echo "media-tools: installed $$(command -v ffmpeg)"; \
+	  else \
+	    echo "media-tools: apt-get install ffmpeg failed; the decode test will skip"; \
+	  fi; \
+	fi
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache

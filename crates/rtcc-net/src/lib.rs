@@ -9,3 +9,5 @@
 //! Malformed or unexpected datagrams are dropped and counted, never a panic.
 pub mod clock;
 pub mod emulate;
+pub mod h264;
+pub mod sdp;

@@ -68,6 +68,15 @@ pub trait EncoderModel {
     /// RFC 4585 §6.3.1): make the next frame a key frame. Models without frame
     /// types ignore it.
     fn request_key_frame(&mut self) {}
+    /// The payload sizes of this frame's packets when the encoder's bitstream
+    /// has its own packetisation (RFC 6184 NAL units); `None` = the packetizer
+    /// splits the frame.
+    ///
+    /// Asked right after `produce` returned the frame; the sizes sum to the
+    /// frame's `size`. Models that only describe frame sizes keep the default.
+    fn packet_payloads(&self, _frame_id: u64) -> Option<&[Bytes]> {
+        None
+    }
 }
 
 /// Why an encoder could not be built. Names the field and the value.
@@ -1288,5 +1297,15 @@ mod tests {
         assert!(
             TraceEncoder::new(Instant::ZERO, -1.0, vec![(Bytes::new(1), FrameType::Key)]).is_err()
         );
+    }
+
+    #[test]
+    fn frame_size_models_leave_packetisation_to_the_packetizer() {
+        let mut p = encoder(cfg(), 1);
+        let f = p.produce(Instant::ZERO).expect("frame 0 is due at start");
+        assert!(p.packet_payloads(f.frame_id).is_none());
+        let t =
+            TraceEncoder::new(Instant::ZERO, 30.0, vec![(Bytes::new(10), FrameType::Key)]).unwrap();
+        assert!(t.packet_payloads(0).is_none());
     }
 }

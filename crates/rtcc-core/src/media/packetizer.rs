@@ -5,6 +5,11 @@
 //! `RtpPacketizer::SplitAboutEqually` does, so that no tiny tail packet distorts
 //! per-packet measurements. Each packet's on-wire size adds a fixed header
 //! overhead.
+//!
+//! An encoder whose bitstream carries its own packetisation (H.264 NAL units
+//! packetised per RFC 6184 §5.6–5.8) gives the payload sizes instead
+//! (`EncoderModel::packet_payloads`), and [`Packetizer::packetize_sizes`] emits
+//! exactly those packets.
 
 use crate::media::frame::FrameType;
 use crate::time::Instant;
@@ -94,6 +99,37 @@ impl Packetizer {
             });
         }
     }
+
+    /// Emit one packet per entry of `payloads` (the sizes an encoder with its
+    /// own packetisation chose, e.g. RFC 6184 NAL units), in order, calling
+    /// `emit` for each. Index, count, `last_in_frame` and `wire_size` are set as
+    /// in [`Packetizer::packetize`]; sizes above `mtu` are kept as given (the
+    /// encoder's packetisation is authoritative). An empty list emits nothing.
+    /// Allocates nothing.
+    pub fn packetize_sizes(
+        &self,
+        frame_id: u64,
+        frame_type: FrameType,
+        capture_time: Instant,
+        payloads: &[Bytes],
+        mut emit: impl FnMut(MediaPacket),
+    ) {
+        // A frame of more than u32::MAX packets cannot be described by
+        // `MediaPacket::count`; saturate (4 G packets of one frame do not occur).
+        let n = u32::try_from(payloads.len()).unwrap_or(u32::MAX);
+        for (i, &payload) in (0..n).zip(payloads) {
+            emit(MediaPacket {
+                frame_id,
+                frame_type,
+                capture_time,
+                index: i,
+                count: n,
+                last_in_frame: i + 1 == n,
+                payload,
+                wire_size: payload + self.header_overhead,
+            });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,5 +167,46 @@ mod tests {
         let tiny = cut(0);
         assert_eq!(tiny.len(), 1);
         assert!(tiny[0].last_in_frame);
+    }
+
+    #[test]
+    fn packetize_sizes_keeps_the_given_sizes() {
+        let p = Packetizer::default();
+        let sizes = [
+            Bytes::new(30),
+            Bytes::new(1200),
+            Bytes::new(1500),
+            Bytes::new(7),
+        ];
+        let mut v = Vec::new();
+        p.packetize_sizes(9, FrameType::Key, Instant::from_millis(5), &sizes, |m| {
+            v.push(m)
+        });
+        assert_eq!(v.len(), 4);
+        let got: Vec<Bytes> = v.iter().map(|m| m.payload).collect();
+        assert_eq!(got, sizes);
+        for (i, m) in v.iter().enumerate() {
+            assert_eq!(m.index, i as u32);
+            assert_eq!(m.count, 4);
+            assert_eq!(m.last_in_frame, i == 3);
+            assert_eq!(m.wire_size, m.payload + DEFAULT_HEADER_OVERHEAD);
+            assert_eq!(m.frame_id, 9);
+            assert_eq!(m.frame_type, FrameType::Key);
+            assert_eq!(m.capture_time, Instant::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn packetize_sizes_single_and_empty() {
+        let p = Packetizer::default();
+        let mut v = Vec::new();
+        p.packetize_sizes(1, FrameType::Delta, Instant::ZERO, &[Bytes::new(10)], |m| {
+            v.push(m)
+        });
+        assert_eq!(v.len(), 1);
+        assert!(v[0].last_in_frame && v[0].index == 0 && v[0].count == 1);
+        let mut none = 0;
+        p.packetize_sizes(2, FrameType::Delta, Instant::ZERO, &[], |_| none += 1);
+        assert_eq!(none, 0);
     }
 }

@@ -237,19 +237,36 @@ impl<E: EncoderModel> SenderSession<E> {
                 break;
             };
             self.stats.frames_encoded += 1;
-            let n = self.packetizer.packet_count(frame.size);
             let queue = &mut self.queue;
             let mut added = Bytes::ZERO;
-            self.packetizer.packetize(
-                frame.frame_id,
-                frame.frame_type,
-                frame.capture_time,
-                frame.size,
-                |p| {
-                    added += p.wire_size;
-                    queue.push_back(p);
-                },
-            );
+            let push = |p: MediaPacket| {
+                added += p.wire_size;
+                queue.push_back(p);
+            };
+            // An encoder with its own packetisation (RFC 6184 NAL units) gives
+            // the packets' sizes; otherwise the packetizer cuts the frame.
+            let n = match self.encoder.packet_payloads(frame.frame_id) {
+                Some(sizes) => {
+                    self.packetizer.packetize_sizes(
+                        frame.frame_id,
+                        frame.frame_type,
+                        frame.capture_time,
+                        sizes,
+                        push,
+                    );
+                    u32::try_from(sizes.len()).unwrap_or(u32::MAX)
+                }
+                None => {
+                    self.packetizer.packetize(
+                        frame.frame_id,
+                        frame.frame_type,
+                        frame.capture_time,
+                        frame.size,
+                        push,
+                    );
+                    self.packetizer.packet_count(frame.size)
+                }
+            };
             self.queued_bytes += added;
             self.pacer.on_frame_queued(now);
             let info = FrameInfo {
@@ -422,5 +439,94 @@ impl<E: EncoderModel> SenderSession<E> {
             }
         }
         t.map(|t| t.max(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::FixedConfig;
+    use crate::media::encoder::{EncodedFrame, TraceEncoder};
+    use crate::media::frame::FrameType;
+
+    /// An encoder whose frames come with their own packet sizes, like an
+    /// H.264 stream packetised per RFC 6184.
+    struct NalEncoder {
+        inner: TraceEncoder,
+        sizes: Vec<Bytes>,
+    }
+
+    impl EncoderModel for NalEncoder {
+        fn set_target(&mut self, now: Instant, target: Bitrate) {
+            self.inner.set_target(now, target);
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.inner.poll_timeout()
+        }
+        fn produce(&mut self, now: Instant) -> Option<EncodedFrame> {
+            self.inner.produce(now)
+        }
+        fn current_target(&self) -> Bitrate {
+            self.inner.current_target()
+        }
+        fn packet_payloads(&self, _frame_id: u64) -> Option<&[Bytes]> {
+            Some(&self.sizes)
+        }
+    }
+
+    fn config() -> SenderConfig {
+        SenderConfig {
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::mbps(100),
+                pacing_factor: 2.5,
+            }),
+            packetizer: Packetizer::default(),
+        }
+    }
+
+    /// Payload sizes of everything sent in the first frame interval.
+    fn first_frame<E: EncoderModel>(mut s: SenderSession<E>) -> Vec<(u64, u32, bool)> {
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        s.on_timeout(t);
+        while out.len() < 16 && t < Instant::from_millis(30) {
+            while let Some(tx) = s.poll_transmit(t) {
+                let p = tx.packet;
+                assert_eq!(p.frame_id, 0);
+                out.push((p.payload.get(), p.count, p.last_in_frame));
+            }
+            t += Duration::from_millis(1);
+        }
+        out
+    }
+
+    #[test]
+    fn sends_the_encoder_packet_sizes_when_given() {
+        let sizes = vec![Bytes::new(40), Bytes::new(1200), Bytes::new(333)];
+        let total = sizes.iter().copied().sum::<Bytes>();
+        let enc = NalEncoder {
+            inner: TraceEncoder::new(Instant::ZERO, 30.0, vec![(total, FrameType::Key)]).unwrap(),
+            sizes,
+        };
+        let s = SenderSession::new(Instant::ZERO, config(), enc);
+        assert_eq!(
+            first_frame(s),
+            vec![(40, 3, false), (1200, 3, false), (333, 3, true)]
+        );
+    }
+
+    #[test]
+    fn splits_the_frame_when_the_encoder_gives_no_sizes() {
+        let enc = TraceEncoder::new(
+            Instant::ZERO,
+            30.0,
+            vec![(Bytes::new(2500), FrameType::Key)],
+        )
+        .unwrap();
+        let s = SenderSession::new(Instant::ZERO, config(), enc);
+        assert_eq!(
+            first_frame(s),
+            vec![(834, 3, false), (833, 3, false), (833, 3, true)]
+        );
     }
 }
