@@ -188,6 +188,8 @@ fn h264_stream_decodes_in_ffmpeg() {
     let sender_config = SenderConfig {
         cc,
         packetizer: Packetizer::default(),
+        // No feedback in this test: keep the file's rate.
+        feedback_timeout: None,
     };
     let mut sender = SenderSession::new(Instant::ZERO, sender_config, source);
     let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();

@@ -481,6 +481,7 @@ mod tests {
                 pacing_factor: 2.5,
             }),
             packetizer: Packetizer::default(),
+            feedback_timeout: None,
         }
     }
 
