@@ -16,10 +16,11 @@ names the file, line, key and value.
 """
 
 from rtcc._api import Result, run
+from rtcc._net import emulate, recv, send
 from rtcc._native import ScenarioError
 from rtcc._native import version as _native_version
 
 __version__: str = _native_version()
 """Version of rtcc (the Rust crates and this package share it)."""
 
-__all__ = ["Result", "ScenarioError", "__version__", "run"]
+__all__ = ["Result", "ScenarioError", "__version__", "emulate", "recv", "run", "send"]

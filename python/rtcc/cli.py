@@ -76,7 +76,77 @@ def _build_parser() -> argparse.ArgumentParser:
         help="override the scenario's seed (0 <= N < 2**64)",
     )
     run.set_defaults(func=_cmd_run)
+    _add_net_commands(commands)
     return parser
+
+
+def _add_net_commands(commands: Any) -> None:
+    send = commands.add_parser(
+        "send",
+        help="send video over real UDP/RTP under congestion control",
+        description="Send RTP video to a receiver (or an emulator) with a congestion controller; "
+        "feedback comes back as RTCP. Stop with Ctrl-C or --duration.",
+    )
+    send.add_argument("--to", required=True, metavar="HOST:PORT", help="receiver (or `rtcc emulate --listen`)")
+    send.add_argument("--cc", metavar="NAME", help="congestion controller: gcc (default), fixed")
+    send.add_argument(
+        "--source",
+        default="synthetic",
+        metavar="synthetic|FILE.h264",
+        help="synthetic encoder model (default; follows the target) or an H.264 Annex-B file (RFC 6184)",
+    )
+    send.add_argument("--fps", type=float, default=30.0, help="frame rate of an H.264 source (default 30)")
+    send.add_argument("--no-loop", action="store_true", help="stop the H.264 source at its end")
+    send.add_argument("--scenario", type=Path, metavar="FILE", help="take cc and encoder settings from this scenario")
+    send.add_argument("--flow", metavar="NAME", help="media flow of --scenario (default: the first)")
+    send.add_argument("--duration", metavar="D", help='how long, e.g. "30s" (default: until Ctrl-C)')
+    send.add_argument("--out", type=Path, metavar="DIR", help="write send_summary.json and send_timeseries.csv")
+    send.add_argument("--sdp", type=Path, metavar="FILE", help="write an SDP for a stock receiver (H.264 source)")
+    send.add_argument("--seed", type=_seed, default=1, metavar="N", help="seed of the synthetic encoder")
+    send.add_argument("--bind", metavar="HOST:PORT", help="local address (default: any)")
+    send.set_defaults(func=_cmd_send)
+
+    recv = commands.add_parser(
+        "recv",
+        help="receive video over real UDP/RTP and send feedback",
+        description="Receive RTP video, send congestion-control feedback, play it out, and write "
+        "the files a simulated run writes.",
+    )
+    recv.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to listen on")
+    recv.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="directory for summary.json, timeseries.csv, frames.csv"
+    )
+    recv.add_argument("--duration", metavar="D", help='how long, e.g. "30s" (default: until Ctrl-C)')
+    recv.add_argument("--idle-timeout", metavar="D", help="stop after this long without media once media came")
+    recv.add_argument(
+        "--feedback", choices=("twcc", "rfc8888"), default="twcc", help="feedback format (default twcc)"
+    )
+    recv.add_argument("--scenario", type=Path, metavar="FILE", help="take the feedback interval from this scenario")
+    recv.add_argument("--flow", metavar="NAME", help="media flow of --scenario (default: the first)")
+    recv.set_defaults(func=_cmd_recv)
+
+    emu = commands.add_parser(
+        "emulate",
+        help="relay UDP through the simulator's link models on a real clock",
+        description="A UDP relay: datagrams to --listen go to --forward through a link (rate or trace, "
+        "delay, drop-tail queue, loss, jitter); replies come back through a reverse link.",
+    )
+    emu.add_argument("--listen", required=True, metavar="HOST:PORT", help="address the sender sends to")
+    emu.add_argument("--forward", required=True, metavar="HOST:PORT", help="the receiver")
+    emu.add_argument("--rate", metavar="R", help='constant rate, e.g. "2Mbps"')
+    emu.add_argument("--trace", type=Path, metavar="FILE", help="rate trace (mahimahi by default)")
+    emu.add_argument("--trace-format", metavar="F", help="mahimahi | throughput | opennetlab")
+    emu.add_argument("--delay", metavar="D", help='one-way propagation delay, e.g. "20ms"')
+    emu.add_argument("--queue", metavar="Q", help='drop-tail limit: "60KB", "50pkts", "100ms" or "unlimited"')
+    emu.add_argument("--loss", metavar="P", help='random loss, e.g. "1%%"')
+    emu.add_argument("--jitter", metavar="D", help="extra delay uniform in [0, D], never reordering")
+    for key in ("rate", "trace", "delay", "queue", "loss", "jitter"):
+        emu.add_argument(f"--reverse-{key}", metavar="X", help=f"reverse direction's {key} (default: as forward)")
+    emu.add_argument("--scenario", type=Path, metavar="FILE", help="take both links from this scenario")
+    emu.add_argument("--link", metavar="NAME", help="[[link]] of --scenario (default: its main link)")
+    emu.add_argument("--seed", type=_seed, metavar="N", help="seed of the links' randomness")
+    emu.add_argument("--duration", metavar="D", help="how long (default: until Ctrl-C)")
+    emu.set_defaults(func=_cmd_emulate)
 
 
 def _seed(text: str) -> int:
@@ -120,6 +190,91 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out_console.print(f"results in {result.out_dir}")
     out_console.print(f"seed {result.seed} (replay with --seed {result.seed})")
     return 0
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    source = None if args.source == "synthetic" else Path(args.source)
+    stats = rtcc.send(
+        args.to,
+        cc=args.cc,
+        source=source,
+        fps=args.fps,
+        loop=not args.no_loop,
+        scenario=args.scenario,
+        flow=args.flow,
+        duration=args.duration,
+        out=args.out,
+        sdp=args.sdp,
+        seed=args.seed,
+        bind=args.bind,
+    )
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    _print_stats(console, "sender", stats)
+    return 0
+
+
+def _cmd_recv(args: argparse.Namespace) -> int:
+    summary = rtcc.recv(
+        args.listen,
+        out=args.out,
+        scenario=args.scenario,
+        flow=args.flow,
+        duration=args.duration,
+        idle_timeout=args.idle_timeout,
+        feedback=args.feedback,
+    )
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    _print_summary(console, summary)
+    _print_stats(console, "transport", summary.get("transport", {}))
+    console.print(f"results in {args.out}")
+    return 0
+
+
+def _cmd_emulate(args: argparse.Namespace) -> int:
+    reverse = {
+        key: value
+        for key in ("rate", "trace", "delay", "queue", "loss", "jitter")
+        if (value := getattr(args, f"reverse_{key}")) is not None
+    }
+    stats = rtcc.emulate(
+        args.listen,
+        args.forward,
+        rate=args.rate,
+        trace=args.trace,
+        trace_format=args.trace_format,
+        delay=args.delay,
+        queue=args.queue,
+        loss=args.loss,
+        jitter=args.jitter,
+        reverse=reverse,
+        scenario=args.scenario,
+        link=args.link,
+        seed=args.seed,
+        duration=args.duration,
+    )
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    for direction in ("forward", "reverse"):
+        _print_stats(console, direction, stats.get(direction, {}))
+    return 0
+
+
+def _print_stats(console: Console, title: str, stats: Mapping[str, Any]) -> None:
+    """Counters as a two-column table; nested tables are flattened with dots."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("counter")
+    table.add_column("value", justify="right")
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(value, float):
+            table.add_row(prefix, f"{value:.3f}")
+        else:
+            table.add_row(prefix, str(value))
+
+    walk("", stats)
+    console.print(table)
 
 
 def _print_summary(console: Console, summary: Mapping[str, Any]) -> None:
