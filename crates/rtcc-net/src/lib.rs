@@ -8,3 +8,4 @@
 //!
 //! Malformed or unexpected datagrams are dropped and counted, never a panic.
 pub mod clock;
+pub mod wire;
