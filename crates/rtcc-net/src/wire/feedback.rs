@@ -273,7 +273,7 @@ impl FeedbackDecoder {
                 if let Some(a) = arrival {
                     report_time = Some(report_time.map_or(a, |r| r.max(a)));
                 }
-                packets.push((base + k as u64, arrival));
+                packets.push((base.saturating_add(k as u64), arrival));
             }
         }
         for p in &msgs.ccfb {
@@ -294,7 +294,7 @@ impl FeedbackDecoder {
                             instant(rts_ns - i128::from(ato) * 1_000_000_000 / ATO_PER_SECOND)
                         }
                     });
-                    packets.push((base + k as u64, arrival));
+                    packets.push((base.saturating_add(k as u64), arrival));
                 }
             }
         }
