@@ -11,3 +11,4 @@ pub mod clock;
 pub mod emulate;
 pub mod h264;
 pub mod sdp;
+pub mod wire;
