@@ -45,7 +45,7 @@ build: develop
 demo: develop
 	$(VENV)/bin/rtcc run scenarios/demo.toml --out results/demo --seed 1
 
-test: test-rust lint-rust test-python
+test: media-tools test-rust lint-rust test-python
 
 # Default members only: rtcc-py is a cdylib for the Python interpreter and is
 # exercised through pytest below.

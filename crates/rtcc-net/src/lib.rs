@@ -10,5 +10,72 @@
 pub mod clock;
 pub mod emulate;
 pub mod h264;
+pub mod recv;
 pub mod sdp;
+pub mod send;
 pub mod wire;
+
+use std::path::Path;
+
+/// Why a real-transport run could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetError {
+    /// A setting is invalid; names the option/field and says why.
+    #[error("{field}: {message}")]
+    Config {
+        /// The option or field.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A socket or file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done (with the address or path).
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A bug: please report it.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl NetError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> NetError {
+        NetError::Io {
+            what: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// The media settings of a scenario flow with only `cc = "<name>"` set: the
+/// default encoder, packetizer, feedback interval and player.
+pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
+    use rtcc_core::media::encoder::ParametricEncoderConfig;
+    use rtcc_core::media::packetizer::Packetizer;
+    use rtcc_core::media::player::PlayerConfig;
+    use rtcc_core::session::receiver::ReceiverConfig;
+    use rtcc_core::session::sender::{FeedbackTimeout, SenderConfig};
+
+    let encoder = ParametricEncoderConfig::default();
+    let cc = rtcc_sim::default_cc_config(cc, &encoder).map_err(|message| NetError::Config {
+        field: "--cc".into(),
+        message,
+    })?;
+    Ok(rtcc_sim::MediaSetup {
+        sender: SenderConfig {
+            cc,
+            packetizer: Packetizer::default(),
+            feedback_timeout: Some(FeedbackTimeout::default()),
+        },
+        encoder,
+        receiver: ReceiverConfig {
+            feedback_interval: rtcc_core::feedback::DEFAULT_FEEDBACK_INTERVAL,
+            player: PlayerConfig::default(),
+        },
+    })
+}

@@ -1,0 +1,414 @@
+//! `rtcc recv`: a media receiver session over real UDP (DESIGN §5).
+//!
+//! RTP media from the sender goes to the core [`ReceiverSession`] (feedback
+//! builder and player), exactly as in the simulator; its feedback reports go
+//! back as RTCP (transport-wide CC feedback or RFC 8888, plus a PLI while the
+//! decoding chain is broken). At the end the run writes the simulator's
+//! `summary.json`, `timeseries.csv` and `frames.csv` (DESIGN §4.2), so real and
+//! simulated runs are read by the same tools.
+//!
+//! The receiver locks onto the first media stream (SSRC) it hears and answers
+//! the address it last heard that stream from; other streams, RTCP and
+//! anything that does not parse are dropped and counted, never a panic.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rtcc_core::feedback::WireFeedback;
+use rtcc_core::media::player::FrameRecord;
+use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
+use rtcc_core::{Bytes, Duration, Instant};
+use rtcc_sim::metrics::DelayHistogram;
+use rtcc_sim::output::{self, TimeseriesRow};
+use serde_json::{json, Value};
+use tokio::net::UdpSocket;
+
+use crate::clock::Clock;
+use crate::wire::{self, FeedbackEncoder, SeqUnwrapper, Unwrapper, WireConfig};
+use crate::NetError;
+
+/// Interval of the time series (as the simulator's default).
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest sleep between checks of the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(50);
+/// Receive buffer: the largest UDP payload.
+const MAX_DATAGRAM: usize = 65_536;
+/// IPv4 + UDP headers, added to a datagram's length to give the size the
+/// simulator charges on the wire.
+const IP_UDP_HEADERS: u64 = (wire::IPV4_HEADER + wire::UDP_HEADER) as u64;
+/// Name of the flow in the output files.
+const FLOW: &str = "media";
+
+/// Settings of `rtcc recv`.
+#[derive(Debug, Clone)]
+pub struct RecvConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Feedback interval and player settings.
+    pub receiver: ReceiverConfig,
+    /// Wire settings (must match the sender's).
+    pub wire: WireConfig,
+    /// Stop after this long (`None` = until stopped).
+    pub duration: Option<Duration>,
+    /// Stop after this long without media once some has arrived (`None` = never).
+    pub idle_timeout: Option<Duration>,
+    /// Where to write `summary.json`, `timeseries.csv`, `frames.csv`.
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Counters of a receiver run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecvStats {
+    /// Datagrams received (all).
+    pub datagrams: u64,
+    /// Media packets handed to the session.
+    pub media_packets: u64,
+    /// Datagrams that did not parse as our RTP media (dropped).
+    pub malformed: u64,
+    /// RTCP datagrams (a receiver expects none; dropped).
+    pub rtcp_dropped: u64,
+    /// Media of another SSRC than the one locked onto (dropped).
+    pub foreign_ssrc: u64,
+    /// Media without the transport-wide sequence number, frame-info or
+    /// capture-time extension (dropped: the session needs them).
+    pub missing_extension: u64,
+    /// Duplicate media packets (same transport sequence number).
+    pub duplicates: u64,
+    /// Packets that arrived with a lower sequence number than an earlier one.
+    pub reordered: u64,
+    /// RTCP feedback datagrams sent.
+    pub feedback_datagrams: u64,
+    /// Feedback sends the OS refused (counted, the report is lost).
+    pub send_errors: u64,
+}
+
+/// What a receiver run did.
+#[derive(Debug, Clone)]
+pub struct RecvReport {
+    /// Transport counters.
+    pub stats: RecvStats,
+    /// Session counters.
+    pub session: rtcc_core::session::receiver::ReceiverStats,
+    /// The same JSON as a simulated run's `summary.json`.
+    pub summary: Value,
+    /// Run time.
+    pub elapsed: Duration,
+}
+
+/// Runs a receiver until `duration`, the idle timeout, or `stop`. Blocks
+/// the calling thread (a current-thread tokio runtime).
+pub fn run_blocking(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport, NetError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NetError::Io {
+            what: "tokio runtime".into(),
+            source: e,
+        })?;
+    rt.block_on(run(config, stop))
+}
+
+/// State of the media stream the receiver follows.
+struct Stream {
+    ssrc: u32,
+    peer: SocketAddr,
+    seqs: SeqUnwrapper,
+    frames: Unwrapper<32>,
+    highest_seq: Option<u64>,
+    first_seq: u64,
+    last_heard: Instant,
+}
+
+/// Runs a receiver (see [`run_blocking`]).
+pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport, NetError> {
+    config.wire.validate().map_err(|e| NetError::Config {
+        field: "wire".into(),
+        message: e.to_string(),
+    })?;
+    let sock = UdpSocket::bind(config.listen)
+        .await
+        .map_err(|e| NetError::Io {
+            what: format!("bind {}", config.listen),
+            source: e,
+        })?;
+    let clock = Clock::start();
+    let start = clock.now();
+    let mut session = ReceiverSession::new(start, config.receiver.clone());
+    let mut out = Outputs::open(config.out_dir.as_deref())?;
+    let end = config.duration.map(|d| start + d);
+
+    let mut stats = RecvStats::default();
+    let mut stream: Option<Stream> = None;
+    let mut encoder = FeedbackEncoder::new(config.wire).map_err(|e| NetError::Config {
+        field: "wire".into(),
+        message: e.to_string(),
+    })?;
+    let mut fb = WireFeedback::default();
+    let mut rx_buf = vec![0u8; MAX_DATAGRAM];
+    let mut frame_delay = DelayHistogram::new();
+    let mut first_media: Option<Instant> = None;
+    let mut next_sample = start + SAMPLE_INTERVAL;
+    let mut prev_payload = 0u64;
+
+    loop {
+        let now = clock.now();
+        let idle = match (&stream, config.idle_timeout) {
+            (Some(s), Some(t)) => now - s.last_heard >= t,
+            _ => false,
+        };
+        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) || idle {
+            break;
+        }
+        session.on_timeout(now);
+        if let Some(s) = &stream {
+            if session.poll_feedback(now, &mut fb) {
+                let datagrams = encoder
+                    .encode(&fb, clock.ntp_of(now))
+                    .map_err(|e| NetError::Internal(format!("encoding feedback: {e}")))?;
+                for d in &datagrams {
+                    match sock.try_send_to(d, s.peer) {
+                        Ok(_) => stats.feedback_datagrams += 1,
+                        Err(_) => stats.send_errors += 1,
+                    }
+                }
+            }
+        }
+        while let Some(rec) = session.poll_frame() {
+            if let Some(d) = rec.delay() {
+                frame_delay.record(d);
+            }
+            out.frame(&rec)?;
+        }
+        while now >= next_sample {
+            let payload = session.stats().payload_received;
+            out.timeseries(&TimeseriesRow {
+                time: next_sample,
+                flow: FLOW,
+                goodput: Some(Bytes::new(payload - prev_payload) / SAMPLE_INTERVAL),
+                ..TimeseriesRow::default()
+            })?;
+            prev_payload = payload;
+            next_sample += SAMPLE_INTERVAL;
+        }
+
+        let mut wake = (now + STOP_POLL).min(next_sample);
+        if let Some(t) = session.poll_timeout() {
+            wake = wake.min(t);
+        }
+        if let Some(e) = end {
+            wake = wake.min(e);
+        }
+        let deadline = tokio::time::Instant::from_std(clock.to_std(wake));
+        tokio::select! {
+            r = sock.recv_from(&mut rx_buf) => {
+                let Ok((n, from)) = r else {
+                    // ICMP errors (the sender went away) surface here: count, go on.
+                    stats.send_errors += 1;
+                    continue;
+                };
+                stats.datagrams += 1;
+                let now = clock.now();
+                let datagram = rx_buf.get(..n).unwrap_or_default();
+                if on_datagram(datagram, from, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
+                    first_media.get_or_insert(now);
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+    let now = clock.now();
+    session.finish(now);
+    while let Some(rec) = session.poll_frame() {
+        if let Some(d) = rec.delay() {
+            frame_delay.record(d);
+        }
+        out.frame(&rec)?;
+    }
+    // Metrics over the time media flowed, as the simulator's over a flow's active time.
+    let active = now - first_media.unwrap_or(start);
+    let summary = summary_json(&session, &stats, &frame_delay, active, stream.as_ref());
+    let report = RecvReport {
+        stats,
+        session: *session.stats(),
+        summary,
+        elapsed: now - start,
+    };
+    out.finish(&report)?;
+    Ok(report)
+}
+
+/// One datagram; true if it was media handed to the session.
+#[allow(clippy::too_many_arguments)]
+fn on_datagram(
+    datagram: &[u8],
+    from: SocketAddr,
+    now: Instant,
+    cfg: &WireConfig,
+    clock: &Clock,
+    stream: &mut Option<Stream>,
+    session: &mut ReceiverSession,
+    stats: &mut RecvStats,
+) -> bool {
+    if wire::is_rtcp(datagram) {
+        stats.rtcp_dropped += 1;
+        return false;
+    }
+    let Ok(rtp) = wire::decode_media(cfg, datagram) else {
+        stats.malformed += 1;
+        return false;
+    };
+    let s = stream.get_or_insert_with(|| Stream {
+        ssrc: rtp.ssrc,
+        peer: from,
+        seqs: SeqUnwrapper::new(),
+        frames: Unwrapper::new(),
+        highest_seq: None,
+        first_seq: 0,
+        last_heard: now,
+    });
+    if rtp.ssrc != s.ssrc {
+        stats.foreign_ssrc += 1;
+        return false;
+    }
+    let Some(tseq) = rtp.transport_seq else {
+        stats.missing_extension += 1;
+        return false;
+    };
+    let Some(meta) = rtp.packet_meta(&mut s.frames, |ntp| clock.instant_of_ntp(ntp)) else {
+        stats.missing_extension += 1;
+        return false;
+    };
+    let seq = s.seqs.unwrap(u64::from(tseq));
+    if s.highest_seq.is_none() {
+        s.first_seq = seq;
+    }
+    match s.highest_seq {
+        Some(h) if seq == h => stats.duplicates += 1,
+        Some(h) if seq < h => stats.reordered += 1,
+        _ => s.highest_seq = Some(seq),
+    }
+    s.peer = from;
+    s.last_heard = now;
+    stats.media_packets += 1;
+    let wire_size = Bytes::new(datagram.len() as u64 + IP_UDP_HEADERS);
+    session.on_packet(now, seq, wire_size, &meta);
+    true
+}
+
+/// `summary.json` of a real run: the simulator's per-flow fields for a media
+/// flow, plus the transport counters. Link metrics do not exist here.
+fn summary_json(
+    session: &ReceiverSession,
+    stats: &RecvStats,
+    frame_delay: &DelayHistogram,
+    active: Duration,
+    stream: Option<&Stream>,
+) -> Value {
+    let secs = active.as_secs_f64().max(1e-9);
+    let p = session.player().stats();
+    let s = session.stats();
+    let expected = stream
+        .and_then(|st| st.highest_seq)
+        .map(|h| h + 1)
+        .unwrap_or(0);
+    // Sequence numbers before the first one heard do not count (a restarted receiver).
+    let first = stream.map_or(0, |st| st.first_seq);
+    let expected = expected.saturating_sub(first);
+    let unique = stats.media_packets - stats.duplicates;
+    let lost = expected.saturating_sub(unique);
+    let loss = if expected == 0 {
+        0.0
+    } else {
+        lost as f64 / expected as f64
+    };
+    let r3 = output::round3;
+    json!({
+        "scenario": "real",
+        "duration_s": r3(secs),
+        "rtcc_version": env!("CARGO_PKG_VERSION"),
+        "flows": [{
+            "name": FLOW,
+            "kind": "media",
+            "media_bitrate_kbps": r3(p.delivered_payload.get() as f64 * 8.0 / secs / 1000.0),
+            "goodput_kbps": r3(s.payload_received as f64 * 8.0 / secs / 1000.0),
+            "frame_delay_ms": output::delay_json(frame_delay.summary()),
+            "stall_ratio": r3(session.player().stall_ratio(active)),
+            "frames_displayed": p.frames_displayed,
+            "frames_dropped": p.frames_dropped,
+            "loss_rate": r3(loss),
+            "packets_received": unique,
+            "packets_lost": lost,
+        }],
+        "links": [],
+        "transport": stats,
+    })
+}
+
+/// The receiver's output files.
+struct Outputs {
+    dir: Option<PathBuf>,
+    ts: Option<BufWriter<File>>,
+    frames: Option<BufWriter<File>>,
+}
+
+impl Outputs {
+    fn open(dir: Option<&Path>) -> Result<Outputs, NetError> {
+        let Some(dir) = dir else {
+            return Ok(Outputs {
+                dir: None,
+                ts: None,
+                frames: None,
+            });
+        };
+        std::fs::create_dir_all(dir).map_err(|e| NetError::io(dir, e))?;
+        let open = |name: &str, header: &str| -> Result<BufWriter<File>, NetError> {
+            let path = dir.join(name);
+            let mut w = BufWriter::new(File::create(&path).map_err(|e| NetError::io(&path, e))?);
+            writeln!(w, "{header}").map_err(|e| NetError::io(&path, e))?;
+            Ok(w)
+        };
+        Ok(Outputs {
+            ts: Some(open("timeseries.csv", output::TIMESERIES_HEADER)?),
+            frames: Some(open("frames.csv", output::FRAMES_HEADER)?),
+            dir: Some(dir.to_path_buf()),
+        })
+    }
+
+    fn timeseries(&mut self, row: &TimeseriesRow<'_>) -> Result<(), NetError> {
+        if let (Some(w), Some(dir)) = (&mut self.ts, &self.dir) {
+            output::write_timeseries_row(w, row)
+                .map_err(|e| NetError::io(&dir.join("timeseries.csv"), e))?;
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, rec: &FrameRecord) -> Result<(), NetError> {
+        if let (Some(w), Some(dir)) = (&mut self.frames, &self.dir) {
+            output::write_frame_row(w, FLOW, rec)
+                .map_err(|e| NetError::io(&dir.join("frames.csv"), e))?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &RecvReport) -> Result<(), NetError> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        for (w, name) in [
+            (&mut self.ts, "timeseries.csv"),
+            (&mut self.frames, "frames.csv"),
+        ] {
+            if let Some(w) = w {
+                w.flush().map_err(|e| NetError::io(&dir.join(name), e))?;
+            }
+        }
+        let path = dir.join("summary.json");
+        let text = serde_json::to_string_pretty(&report.summary)
+            .map_err(|e| NetError::Internal(e.to_string()))?;
+        std::fs::write(&path, text + "\n").map_err(|e| NetError::io(&path, e))
+    }
+}

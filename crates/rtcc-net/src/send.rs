@@ -1,0 +1,432 @@
+//! `rtcc send`: a media sender session over real UDP (DESIGN §5).
+//!
+//! The loop is the simulator's, with real sockets and the real clock: after
+//! any input (a timer, a datagram) it asks the core [`SenderSession`] for due
+//! frames (`on_timeout`), drains `poll_transmit` onto the socket as RTP, and
+//! sleeps until `poll_timeout` or the next datagram. RTCP from the receiver
+//! (transport-wide CC feedback or RFC 8888, PLI) becomes a `WireFeedback` for
+//! `handle_feedback`. Datagrams from anyone but the peer, and anything that
+//! does not parse, are dropped and counted.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rtcc_core::media::encoder::{EncodedFrame, EncoderModel, ParametricEncoder};
+use rtcc_core::media::packetizer::Packetizer;
+use rtcc_core::session::sender::{SenderConfig, SenderSession};
+use rtcc_core::{rng, Bitrate, Bytes, CongestionController, Duration, Instant};
+use rtcc_sim::output::{self, TimeseriesRow};
+use rtcc_sim::MediaSetup;
+use serde_json::json;
+use tokio::net::UdpSocket;
+
+use crate::clock::Clock;
+use crate::h264::source::{H264FileSource, H264SourceConfig};
+use crate::wire::{self, FeedbackDecoder, WireConfig};
+use crate::NetError;
+
+/// Interval of the sender's own time series (as the simulator's default).
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest sleep between checks of the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(50);
+/// Receive buffer: the largest UDP payload.
+const MAX_DATAGRAM: usize = 65_536;
+
+/// Where the sender's frames come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// The parametric encoder model, following the controller's target
+    /// (`rtcc_core::media::encoder`); payload bytes are zeros.
+    Synthetic,
+    /// An H.264 Annex-B file, packetised per RFC 6184; its rate is the file's.
+    H264 {
+        /// The file.
+        path: PathBuf,
+        /// Frames per second.
+        fps: f64,
+        /// Start over at the end of the file.
+        looped: bool,
+    },
+}
+
+/// Settings of `rtcc send`.
+#[derive(Debug, Clone)]
+pub struct SendConfig {
+    /// The receiver (or the emulator in front of it).
+    pub to: SocketAddr,
+    /// Local address (port 0 = any).
+    pub bind: SocketAddr,
+    /// Controller, packetizer, encoder and receiver settings (from a scenario
+    /// flow or from defaults).
+    pub media: MediaSetup,
+    /// Frame source.
+    pub source: Source,
+    /// Wire settings (payload type, extension ids, SSRC).
+    pub wire: WireConfig,
+    /// Stop after this long (`None` = until stopped).
+    pub duration: Option<Duration>,
+    /// Seed of the encoder model's randomness.
+    pub seed: u64,
+    /// Where to write `send_summary.json` and `send_timeseries.csv`.
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Counters of a sender run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SendStats {
+    /// RTP datagrams sent.
+    pub datagrams_sent: u64,
+    /// UDP payload bytes sent.
+    pub bytes_sent: u64,
+    /// Sends the OS refused (e.g. ICMP port unreachable while the receiver
+    /// restarts): counted, the packet is lost.
+    pub send_errors: u64,
+    /// RTCP datagrams accepted.
+    pub rtcp_received: u64,
+    /// Feedback reports handed to the session.
+    pub feedback_reports: u64,
+    /// Key-frame requests (PLI) received.
+    pub key_frame_requests: u64,
+    /// Datagrams from an address other than the peer (dropped).
+    pub unexpected_source: u64,
+    /// Datagrams that did not parse as RTCP (dropped).
+    pub malformed: u64,
+    /// RTCP packets of types we do not use (ignored).
+    pub rtcp_ignored: u64,
+}
+
+/// What a sender run did.
+#[derive(Debug, Clone)]
+pub struct SendReport {
+    /// Counters of the transport.
+    pub stats: SendStats,
+    /// Counters of the core session.
+    pub session: rtcc_core::session::sender::SenderStats,
+    /// Run time.
+    pub elapsed: Duration,
+    /// Controller target at the end.
+    pub final_target: Bitrate,
+}
+
+/// The encoders the real sender can use.
+#[derive(Debug)]
+enum NetEncoder {
+    Synthetic(Box<ParametricEncoder>),
+    H264(Box<H264FileSource>),
+}
+
+impl EncoderModel for NetEncoder {
+    fn set_target(&mut self, now: Instant, target: Bitrate) {
+        match self {
+            NetEncoder::Synthetic(e) => e.set_target(now, target),
+            NetEncoder::H264(e) => e.set_target(now, target),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            NetEncoder::Synthetic(e) => e.poll_timeout(),
+            NetEncoder::H264(e) => e.poll_timeout(),
+        }
+    }
+    fn produce(&mut self, now: Instant) -> Option<EncodedFrame> {
+        match self {
+            NetEncoder::Synthetic(e) => e.produce(now),
+            NetEncoder::H264(e) => e.produce(now),
+        }
+    }
+    fn current_target(&self) -> Bitrate {
+        match self {
+            NetEncoder::Synthetic(e) => e.current_target(),
+            NetEncoder::H264(e) => e.current_target(),
+        }
+    }
+    fn request_key_frame(&mut self) {
+        match self {
+            NetEncoder::Synthetic(e) => e.request_key_frame(),
+            NetEncoder::H264(e) => e.request_key_frame(),
+        }
+    }
+    fn packet_payloads(&self, frame_id: u64) -> Option<&[Bytes]> {
+        match self {
+            NetEncoder::Synthetic(e) => e.packet_payloads(frame_id),
+            NetEncoder::H264(e) => e.packet_payloads(frame_id),
+        }
+    }
+}
+
+impl NetEncoder {
+    /// Bytes of packet `index` of a frame (`None` = synthetic zeros).
+    fn payload(&self, frame_id: u64, index: u32) -> Option<&[u8]> {
+        match self {
+            NetEncoder::Synthetic(_) => None,
+            NetEncoder::H264(e) => e.payload(frame_id, index),
+        }
+    }
+}
+
+/// Runs a sender until `duration` elapses or `stop` is set. Blocks the
+/// calling thread (a current-thread tokio runtime), so Python can run it with
+/// the GIL released and set `stop` on Ctrl-C.
+pub fn run_blocking(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport, NetError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NetError::Io {
+            what: "tokio runtime".into(),
+            source: e,
+        })?;
+    rt.block_on(run(config, stop))
+}
+
+/// Runs a sender (see [`run_blocking`]).
+pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport, NetError> {
+    config.wire.validate().map_err(|e| NetError::Config {
+        field: "wire".into(),
+        message: e.to_string(),
+    })?;
+    let sock = UdpSocket::bind(config.bind)
+        .await
+        .map_err(|e| NetError::Io {
+            what: format!("bind {}", config.bind),
+            source: e,
+        })?;
+    let clock = Clock::start();
+    let start = clock.now();
+    let encoder = match &config.source {
+        Source::Synthetic => NetEncoder::Synthetic(Box::new(
+            ParametricEncoder::new(
+                start,
+                config.media.encoder.clone(),
+                rng::stream(config.seed, 0),
+            )
+            .map_err(|e| NetError::Config {
+                field: "encoder".into(),
+                message: e.to_string(),
+            })?,
+        )),
+        Source::H264 { path, fps, looped } => {
+            let cfg = H264SourceConfig {
+                fps: *fps,
+                mtu: usize::try_from(config.media.sender.packetizer.mtu.get())
+                    .unwrap_or(usize::MAX),
+                looping: *looped,
+            };
+            let src = H264FileSource::open(start, path, cfg).map_err(|e| NetError::Config {
+                field: "--source".into(),
+                message: e.to_string(),
+            })?;
+            NetEncoder::H264(Box::new(src))
+        }
+    };
+    // The session charges each packet what it really costs on the wire.
+    let packetizer = Packetizer {
+        header_overhead: Bytes::new(wire::rtp_overhead(&config.wire) as u64),
+        ..config.media.sender.packetizer
+    };
+    let sender_cfg = SenderConfig {
+        packetizer,
+        ..config.media.sender.clone()
+    };
+    let mut session = SenderSession::new(start, sender_cfg, encoder);
+    let mut out = Outputs::open(config.out_dir.as_deref())?;
+    let end = config.duration.map(|d| start + d);
+
+    let mut stats = SendStats::default();
+    let mut decoder = FeedbackDecoder::new();
+    let mut tx_buf: Vec<u8> = Vec::with_capacity(2048);
+    let mut rx_buf = vec![0u8; MAX_DATAGRAM];
+    let mut next_sample = start + SAMPLE_INTERVAL;
+    let mut prev_bytes = 0u64;
+
+    loop {
+        let now = clock.now();
+        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
+            break;
+        }
+        session.on_timeout(now);
+        while let Some(tx) = session.poll_transmit(now) {
+            let payload = session
+                .encoder()
+                .payload(tx.packet.frame_id, tx.packet.index);
+            let ntp = clock.ntp_of(tx.packet.capture_time);
+            match wire::encode_media(&config.wire, &tx, ntp, payload, &mut tx_buf) {
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(NetError::Internal(format!(
+                        "encoding packet {}: {e}",
+                        tx.seq
+                    )));
+                }
+            }
+            match sock.try_send_to(&tx_buf, config.to) {
+                Ok(n) => {
+                    stats.datagrams_sent += 1;
+                    stats.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    // The socket buffer is full: wait for room rather than drop.
+                    match sock.send_to(&tx_buf, config.to).await {
+                        Ok(n) => {
+                            stats.datagrams_sent += 1;
+                            stats.bytes_sent += n as u64;
+                        }
+                        Err(_) => stats.send_errors += 1,
+                    }
+                }
+                Err(_) => stats.send_errors += 1,
+            }
+        }
+        while now >= next_sample {
+            let sent = session.stats().bytes_sent;
+            let cc = session.controller();
+            let e = cc.estimate();
+            out.timeseries(&TimeseriesRow {
+                time: next_sample,
+                flow: "media",
+                send_rate: Some(Bytes::new(sent - prev_bytes) / SAMPLE_INTERVAL),
+                goodput: None,
+                target: Some(cc.target_bitrate()),
+                estimate: e.bandwidth,
+                cwnd: cc.send_budget().cwnd,
+                srtt: e.rtt,
+                queue: None,
+                queue_delay: None,
+            })?;
+            prev_bytes = sent;
+            next_sample += SAMPLE_INTERVAL;
+        }
+
+        let mut wake = now + STOP_POLL;
+        if let Some(t) = session.poll_timeout(now) {
+            wake = wake.min(t);
+        }
+        wake = wake.min(next_sample);
+        if let Some(e) = end {
+            wake = wake.min(e);
+        }
+        let deadline = tokio::time::Instant::from_std(clock.to_std(wake));
+        tokio::select! {
+            r = sock.recv_from(&mut rx_buf) => {
+                let Ok((n, from)) = r else {
+                    // ICMP errors surface here on some systems: count and go on.
+                    stats.send_errors += 1;
+                    continue;
+                };
+                if from != config.to {
+                    stats.unexpected_source += 1;
+                    continue;
+                }
+                let now = clock.now();
+                let datagram = rx_buf.get(..n).unwrap_or_default();
+                handle_rtcp(datagram, now, &mut decoder, &mut session, &mut stats);
+            }
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+    let elapsed = clock.now() - start;
+    let report = SendReport {
+        stats,
+        session: *session.stats(),
+        elapsed,
+        final_target: session.target_bitrate(),
+    };
+    out.finish(&report)?;
+    Ok(report)
+}
+
+/// One RTCP datagram from the peer.
+fn handle_rtcp<E: EncoderModel>(
+    datagram: &[u8],
+    now: Instant,
+    decoder: &mut FeedbackDecoder,
+    session: &mut SenderSession<E>,
+    stats: &mut SendStats,
+) {
+    if !wire::is_rtcp(datagram) {
+        stats.malformed += 1;
+        return;
+    }
+    let msgs = match wire::decode_rtcp(datagram) {
+        Ok(m) => m,
+        Err(_) => {
+            stats.malformed += 1;
+            return;
+        }
+    };
+    stats.rtcp_received += 1;
+    stats.rtcp_ignored += msgs.unknown as u64;
+    stats.key_frame_requests += msgs.plis.len() as u64;
+    let highest_sent = session.stats().packets_sent.saturating_sub(1);
+    if let Some(fb) = decoder.feedback(&msgs, highest_sent) {
+        stats.feedback_reports += 1;
+        session.handle_feedback(now, &fb);
+    }
+}
+
+/// The sender's own output files.
+struct Outputs {
+    dir: Option<PathBuf>,
+    ts: Option<BufWriter<File>>,
+}
+
+impl Outputs {
+    fn open(dir: Option<&Path>) -> Result<Outputs, NetError> {
+        let Some(dir) = dir else {
+            return Ok(Outputs {
+                dir: None,
+                ts: None,
+            });
+        };
+        std::fs::create_dir_all(dir).map_err(|e| NetError::io(dir, e))?;
+        let path = dir.join("send_timeseries.csv");
+        let mut ts = BufWriter::new(File::create(&path).map_err(|e| NetError::io(&path, e))?);
+        writeln!(ts, "{}", output::TIMESERIES_HEADER).map_err(|e| NetError::io(&path, e))?;
+        Ok(Outputs {
+            dir: Some(dir.to_path_buf()),
+            ts: Some(ts),
+        })
+    }
+
+    fn timeseries(&mut self, row: &TimeseriesRow<'_>) -> Result<(), NetError> {
+        if let (Some(ts), Some(dir)) = (&mut self.ts, &self.dir) {
+            output::write_timeseries_row(ts, row)
+                .map_err(|e| NetError::io(&dir.join("send_timeseries.csv"), e))?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &SendReport) -> Result<(), NetError> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        if let Some(ts) = &mut self.ts {
+            ts.flush()
+                .map_err(|e| NetError::io(&dir.join("send_timeseries.csv"), e))?;
+        }
+        let s = &report.session;
+        let v = json!({
+            "elapsed_s": report.elapsed.as_secs_f64(),
+            "final_target_kbps": report.final_target.as_kbps_f64(),
+            "transport": report.stats,
+            "session": {
+                "frames_encoded": s.frames_encoded,
+                "packets_sent": s.packets_sent,
+                "bytes_sent": s.bytes_sent,
+                "payload_sent": s.payload_sent,
+                "packets_reported_lost": s.packets_reported_lost,
+                "packets_reported_received": s.packets_reported_received,
+                "feedback_reports": s.feedback_reports,
+                "unknown_feedback_entries": s.unknown_feedback_entries,
+                "key_frames_requested": s.key_frames_requested,
+            },
+        });
+        let path = dir.join("send_summary.json");
+        let text =
+            serde_json::to_string_pretty(&v).map_err(|e| NetError::Internal(e.to_string()))?;
+        std::fs::write(&path, text + "\n").map_err(|e| NetError::io(&path, e))
+    }
+}
