@@ -16,9 +16,9 @@ names the file, line, key and value.
 """
 
 from rtcc._api import Result, run
-from rtcc._net import emulate, recv, send
 from rtcc._native import ScenarioError
 from rtcc._native import version as _native_version
+from rtcc._net import emulate, recv, send
 
 __version__: str = _native_version()
 """Version of rtcc (the Rust crates and this package share it)."""

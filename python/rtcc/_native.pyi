@@ -6,7 +6,7 @@ Checked against the compiled module by `python -m mypy.stubtest rtcc._native`.
 from collections.abc import Callable
 from os import PathLike
 
-__all__ = ["ScenarioError", "emulate", "run", "version"]
+__all__ = ["ScenarioError", "emulate", "recv", "run", "send", "version"]
 
 class ScenarioError(ValueError):
     """Bad input: a scenario, trace or argument the simulator cannot use."""
@@ -46,3 +46,31 @@ def emulate(
     queue, loss, jitter) to strings such as ``"2Mbps"``. Blocks until
     `duration` or Ctrl-C; returns the relay's statistics as JSON.
     """
+
+def send(
+    to: str,
+    cc: str | None = None,
+    source: str | PathLike[str] | None = None,
+    fps: float = 30.0,
+    looped: bool = True,
+    scenario: str | PathLike[str] | None = None,
+    flow: str | None = None,
+    duration: str | None = None,
+    out_dir: str | PathLike[str] | None = None,
+    sdp: str | PathLike[str] | None = None,
+    seed: int = 1,
+    bind: str | None = None,
+    feedback_timeout: bool = True,
+) -> str:
+    """Send video over RTP/UDP to `to` under congestion control; statistics as JSON."""
+
+def recv(
+    listen: str,
+    out_dir: str | PathLike[str] | None = None,
+    scenario: str | PathLike[str] | None = None,
+    flow: str | None = None,
+    duration: str | None = None,
+    idle_timeout: str | None = None,
+    feedback: str | None = None,
+) -> str:
+    """Receive video on `listen`, send feedback; the run's summary.json as JSON."""

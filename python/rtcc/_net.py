@@ -39,7 +39,9 @@ def _duration(value: Duration | None) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, timedelta | int | float):
-        raise TypeError(f"a duration must be a string, a number of seconds or a timedelta, got {value!r}")
+        raise TypeError(
+            f"a duration must be a string, a number of seconds or a timedelta, got {value!r}"
+        )
     return f"{_seconds_to_us(value)}us"
 
 
@@ -67,7 +69,7 @@ def send(
     sdp: StrPath | None = None,
     seed: int = 1,
     bind: str | None = None,
-    feedback: str = "twcc",
+    feedback_timeout: bool = True,
 ) -> dict[str, Any]:
     """Send video over RTP/UDP to ``to`` (``host:port``) under congestion control.
 
@@ -88,8 +90,8 @@ def send(
             can open (H.264 sources only).
         seed: Seed of the synthetic encoder.
         bind: Local ``host:port`` (default any).
-        feedback: The feedback the receiver sends (``"twcc"`` or ``"rfc8888"``);
-            informational for the sender, which accepts both.
+        feedback_timeout: Back off when the receiver's feedback stops (RFC 8083
+            spirit); turn off for a stock receiver that sends none.
 
     Returns:
         The sender's statistics.
@@ -107,7 +109,7 @@ def send(
         sdp=_path(sdp),
         seed=seed,
         bind=bind,
-        feedback=feedback,
+        feedback_timeout=feedback_timeout,
     )
     result: dict[str, Any] = json.loads(text)
     return result
@@ -211,7 +213,9 @@ def _link_options(values: Mapping[str, object]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in values.items():
         if key not in _LINK_KEYS:
-            raise _native.ScenarioError(f"unknown link option `{key}` (allowed: {', '.join(_LINK_KEYS)})")
+            raise _native.ScenarioError(
+                f"unknown link option `{key}` (allowed: {', '.join(_LINK_KEYS)})"
+            )
         if value is None:
             continue
         if isinstance(value, timedelta | int | float) and key in ("delay", "jitter"):

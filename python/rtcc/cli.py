@@ -80,30 +80,55 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_net_commands(commands: Any) -> None:
+def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     send = commands.add_parser(
         "send",
         help="send video over real UDP/RTP under congestion control",
         description="Send RTP video to a receiver (or an emulator) with a congestion controller; "
         "feedback comes back as RTCP. Stop with Ctrl-C or --duration.",
     )
-    send.add_argument("--to", required=True, metavar="HOST:PORT", help="receiver (or `rtcc emulate --listen`)")
+    send.add_argument(
+        "--to", required=True, metavar="HOST:PORT", help="receiver (or `rtcc emulate --listen`)"
+    )
     send.add_argument("--cc", metavar="NAME", help="congestion controller: gcc (default), fixed")
     send.add_argument(
         "--source",
         default="synthetic",
         metavar="synthetic|FILE.h264",
-        help="synthetic encoder model (default; follows the target) or an H.264 Annex-B file (RFC 6184)",
+        help="synthetic encoder model (default; follows the target) "
+        "or an H.264 Annex-B file (RFC 6184)",
     )
-    send.add_argument("--fps", type=float, default=30.0, help="frame rate of an H.264 source (default 30)")
+    send.add_argument(
+        "--fps", type=float, default=30.0, help="frame rate of an H.264 source (default 30)"
+    )
     send.add_argument("--no-loop", action="store_true", help="stop the H.264 source at its end")
-    send.add_argument("--scenario", type=Path, metavar="FILE", help="take cc and encoder settings from this scenario")
-    send.add_argument("--flow", metavar="NAME", help="media flow of --scenario (default: the first)")
-    send.add_argument("--duration", metavar="D", help='how long, e.g. "30s" (default: until Ctrl-C)')
-    send.add_argument("--out", type=Path, metavar="DIR", help="write send_summary.json and send_timeseries.csv")
-    send.add_argument("--sdp", type=Path, metavar="FILE", help="write an SDP for a stock receiver (H.264 source)")
-    send.add_argument("--seed", type=_seed, default=1, metavar="N", help="seed of the synthetic encoder")
+    send.add_argument(
+        "--scenario",
+        type=Path,
+        metavar="FILE",
+        help="take cc and encoder settings from this scenario",
+    )
+    send.add_argument(
+        "--flow", metavar="NAME", help="media flow of --scenario (default: the first)"
+    )
+    send.add_argument(
+        "--duration", metavar="D", help='how long, e.g. "30s" (default: until Ctrl-C)'
+    )
+    send.add_argument(
+        "--out", type=Path, metavar="DIR", help="write send_summary.json and send_timeseries.csv"
+    )
+    send.add_argument(
+        "--sdp", type=Path, metavar="FILE", help="write an SDP for a stock receiver (H.264 source)"
+    )
+    send.add_argument(
+        "--seed", type=_seed, default=1, metavar="N", help="seed of the synthetic encoder"
+    )
     send.add_argument("--bind", metavar="HOST:PORT", help="local address (default: any)")
+    send.add_argument(
+        "--no-feedback-timeout",
+        action="store_true",
+        help="do not back off when feedback stops (for a stock receiver such as ffplay)",
+    )
     send.set_defaults(func=_cmd_send)
 
     recv = commands.add_parser(
@@ -114,36 +139,67 @@ def _add_net_commands(commands: Any) -> None:
     )
     recv.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to listen on")
     recv.add_argument(
-        "--out", type=Path, required=True, metavar="DIR", help="directory for summary.json, timeseries.csv, frames.csv"
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="directory for summary.json, timeseries.csv, frames.csv",
     )
-    recv.add_argument("--duration", metavar="D", help='how long, e.g. "30s" (default: until Ctrl-C)')
-    recv.add_argument("--idle-timeout", metavar="D", help="stop after this long without media once media came")
     recv.add_argument(
-        "--feedback", choices=("twcc", "rfc8888"), default="twcc", help="feedback format (default twcc)"
+        "--duration", metavar="D", help='how long, e.g. "30s" (default: until Ctrl-C)'
     )
-    recv.add_argument("--scenario", type=Path, metavar="FILE", help="take the feedback interval from this scenario")
-    recv.add_argument("--flow", metavar="NAME", help="media flow of --scenario (default: the first)")
+    recv.add_argument(
+        "--idle-timeout", metavar="D", help="stop after this long without media once media came"
+    )
+    recv.add_argument(
+        "--feedback",
+        choices=("twcc", "rfc8888"),
+        default="twcc",
+        help="feedback format (default twcc)",
+    )
+    recv.add_argument(
+        "--scenario",
+        type=Path,
+        metavar="FILE",
+        help="take the feedback interval from this scenario",
+    )
+    recv.add_argument(
+        "--flow", metavar="NAME", help="media flow of --scenario (default: the first)"
+    )
     recv.set_defaults(func=_cmd_recv)
 
     emu = commands.add_parser(
         "emulate",
         help="relay UDP through the simulator's link models on a real clock",
-        description="A UDP relay: datagrams to --listen go to --forward through a link (rate or trace, "
-        "delay, drop-tail queue, loss, jitter); replies come back through a reverse link.",
+        description="A UDP relay: datagrams to --listen go to --forward through a link "
+        "(rate or trace, delay, drop-tail queue, loss, jitter); replies come back through "
+        "a reverse link.",
     )
-    emu.add_argument("--listen", required=True, metavar="HOST:PORT", help="address the sender sends to")
+    emu.add_argument(
+        "--listen", required=True, metavar="HOST:PORT", help="address the sender sends to"
+    )
     emu.add_argument("--forward", required=True, metavar="HOST:PORT", help="the receiver")
     emu.add_argument("--rate", metavar="R", help='constant rate, e.g. "2Mbps"')
     emu.add_argument("--trace", type=Path, metavar="FILE", help="rate trace (mahimahi by default)")
     emu.add_argument("--trace-format", metavar="F", help="mahimahi | throughput | opennetlab")
     emu.add_argument("--delay", metavar="D", help='one-way propagation delay, e.g. "20ms"')
-    emu.add_argument("--queue", metavar="Q", help='drop-tail limit: "60KB", "50pkts", "100ms" or "unlimited"')
+    emu.add_argument(
+        "--queue", metavar="Q", help='drop-tail limit: "60KB", "50pkts", "100ms" or "unlimited"'
+    )
     emu.add_argument("--loss", metavar="P", help='random loss, e.g. "1%%"')
-    emu.add_argument("--jitter", metavar="D", help="extra delay uniform in [0, D], never reordering")
+    emu.add_argument(
+        "--jitter", metavar="D", help="extra delay uniform in [0, D], never reordering"
+    )
     for key in ("rate", "trace", "delay", "queue", "loss", "jitter"):
-        emu.add_argument(f"--reverse-{key}", metavar="X", help=f"reverse direction's {key} (default: as forward)")
-    emu.add_argument("--scenario", type=Path, metavar="FILE", help="take both links from this scenario")
-    emu.add_argument("--link", metavar="NAME", help="[[link]] of --scenario (default: its main link)")
+        emu.add_argument(
+            f"--reverse-{key}", metavar="X", help=f"reverse direction's {key} (default: as forward)"
+        )
+    emu.add_argument(
+        "--scenario", type=Path, metavar="FILE", help="take both links from this scenario"
+    )
+    emu.add_argument(
+        "--link", metavar="NAME", help="[[link]] of --scenario (default: its main link)"
+    )
     emu.add_argument("--seed", type=_seed, metavar="N", help="seed of the links' randomness")
     emu.add_argument("--duration", metavar="D", help="how long (default: until Ctrl-C)")
     emu.set_defaults(func=_cmd_emulate)
@@ -207,6 +263,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         sdp=args.sdp,
         seed=args.seed,
         bind=args.bind,
+        feedback_timeout=not args.no_feedback_timeout,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_stats(console, "sender", stats)
@@ -310,22 +367,24 @@ def _print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         )
     console.print(flows)
 
-    links = Table(title="links", title_justify="left")
-    links.add_column("link")
-    for header in ("queue delay mean ms", "queue delay p95 ms", "drops"):
-        links.add_column(header, justify="right")
-    for link in summary.get("links", []):
-        queue = link.get("queue_delay_ms") or {}
-        links.add_row(
-            str(link.get("name", "")),
-            _fmt(queue.get("mean"), "{:.1f}"),
-            _fmt(queue.get("p95"), "{:.1f}"),
-            _fmt(link.get("drops"), "{}"),
-        )
-    console.print(links)
+    if summary.get("links"):
+        links = Table(title="links", title_justify="left")
+        links.add_column("link")
+        for header in ("queue delay mean ms", "queue delay p95 ms", "drops"):
+            links.add_column(header, justify="right")
+        for link in summary["links"]:
+            queue = link.get("queue_delay_ms") or {}
+            links.add_row(
+                str(link.get("name", "")),
+                _fmt(queue.get("mean"), "{:.1f}"),
+                _fmt(queue.get("p95"), "{:.1f}"),
+                _fmt(link.get("drops"), "{}"),
+            )
+        console.print(links)
 
     jain = (summary.get("fairness") or {}).get("jain")
-    console.print(f"Jain fairness index: {_fmt(jain, '{:.3f}') or 'n/a'}")
+    if jain is not None:
+        console.print(f"Jain fairness index: {_fmt(jain, '{:.3f}')}")
 
 
 def _fmt(value: object, spec: str) -> str:

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod emulate;
 pub mod h264;
+pub mod options;
 pub mod recv;
 pub mod sdp;
 pub mod send;

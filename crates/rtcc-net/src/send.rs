@@ -26,6 +26,7 @@ use tokio::net::UdpSocket;
 
 use crate::clock::Clock;
 use crate::h264::source::{H264FileSource, H264SourceConfig};
+use crate::sdp::H264Sdp;
 use crate::wire::{self, FeedbackDecoder, WireConfig};
 use crate::NetError;
 
@@ -73,6 +74,9 @@ pub struct SendConfig {
     pub seed: u64,
     /// Where to write `send_summary.json` and `send_timeseries.csv`.
     pub out_dir: Option<PathBuf>,
+    /// Write an SDP (RFC 8866) describing the stream for a stock receiver
+    /// (ffplay, GStreamer) to this file before sending; H.264 sources only.
+    pub sdp: Option<PathBuf>,
 }
 
 /// Counters of a sender run.
@@ -110,6 +114,30 @@ pub struct SendReport {
     pub elapsed: Duration,
     /// Controller target at the end.
     pub final_target: Bitrate,
+}
+
+impl SendReport {
+    /// The report as `send_summary.json` holds it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.session;
+        json!({
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "final_target_kbps": self.final_target.as_kbps_f64(),
+            "transport": self.stats,
+            "session": {
+                "frames_encoded": s.frames_encoded,
+                "packets_sent": s.packets_sent,
+                "bytes_sent": s.bytes_sent,
+                "payload_sent": s.payload_sent,
+                "packets_reported_lost": s.packets_reported_lost,
+                "packets_reported_received": s.packets_reported_received,
+                "feedback_reports": s.feedback_reports,
+                "unknown_feedback_entries": s.unknown_feedback_entries,
+                "key_frames_requested": s.key_frames_requested,
+                "feedback_timeouts": s.feedback_timeouts,
+            },
+        })
+    }
 }
 
 /// The encoders the real sender can use.
@@ -222,6 +250,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             NetEncoder::H264(Box::new(src))
         }
     };
+    if let Some(path) = &config.sdp {
+        write_sdp(path, &encoder, config.to, config.wire.payload_type)?;
+    }
     // The session charges each packet what it really costs on the wire.
     let packetizer = Packetizer {
         header_overhead: Bytes::new(wire::rtp_overhead(&config.wire) as u64),
@@ -338,6 +369,40 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     Ok(report)
 }
 
+/// Writes the SDP a stock receiver needs to decode an H.264 stream sent to `to`.
+fn write_sdp(
+    path: &Path,
+    encoder: &NetEncoder,
+    to: SocketAddr,
+    payload_type: u8,
+) -> Result<(), NetError> {
+    let NetEncoder::H264(src) = encoder else {
+        return Err(NetError::Config {
+            field: "--sdp".into(),
+            message: "needs an H.264 --source (a synthetic stream carries no video)".into(),
+        });
+    };
+    let (Some(sps), Some(pps)) = (src.sps(), src.pps()) else {
+        return Err(NetError::Config {
+            field: "--source".into(),
+            message: "the H.264 stream has no SPS/PPS to put in the SDP".into(),
+        });
+    };
+    let sdp = H264Sdp {
+        addr: to.ip(),
+        port: to.port(),
+        payload_type,
+        sps,
+        pps,
+    }
+    .to_sdp()
+    .map_err(|e| NetError::Config {
+        field: "--sdp".into(),
+        message: e.to_string(),
+    })?;
+    std::fs::write(path, sdp).map_err(|e| NetError::io(path, e))
+}
+
 /// One RTCP datagram from the peer.
 fn handle_rtcp<E: EncoderModel>(
     datagram: &[u8],
@@ -407,23 +472,7 @@ impl Outputs {
             ts.flush()
                 .map_err(|e| NetError::io(&dir.join("send_timeseries.csv"), e))?;
         }
-        let s = &report.session;
-        let v = json!({
-            "elapsed_s": report.elapsed.as_secs_f64(),
-            "final_target_kbps": report.final_target.as_kbps_f64(),
-            "transport": report.stats,
-            "session": {
-                "frames_encoded": s.frames_encoded,
-                "packets_sent": s.packets_sent,
-                "bytes_sent": s.bytes_sent,
-                "payload_sent": s.payload_sent,
-                "packets_reported_lost": s.packets_reported_lost,
-                "packets_reported_received": s.packets_reported_received,
-                "feedback_reports": s.feedback_reports,
-                "unknown_feedback_entries": s.unknown_feedback_entries,
-                "key_frames_requested": s.key_frames_requested,
-            },
-        });
+        let v = report.to_json();
         let path = dir.join("send_summary.json");
         let text =
             serde_json::to_string_pretty(&v).map_err(|e| NetError::Internal(e.to_string()))?;

@@ -29,6 +29,7 @@ fn sender(to: SocketAddr, cc: &str, secs: u64) -> SendConfig {
         duration: Some(Duration::from_secs(secs)),
         seed: 1,
         out_dir: None,
+        sdp: None,
     }
 }
 

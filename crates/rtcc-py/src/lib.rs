@@ -104,6 +104,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(net::emulate, m)?)?;
+    m.add_function(wrap_pyfunction!(net::send, m)?)?;
+    m.add_function(wrap_pyfunction!(net::recv, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     Ok(())
 }

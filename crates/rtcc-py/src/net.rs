@@ -12,6 +12,8 @@ use std::sync::Arc;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use rtcc_net::emulate::{run_blocking as run_emulator, EmulatorOptions, LinkOptions};
+use rtcc_net::options::{RecvOptions, SendOptions};
+use rtcc_net::NetError;
 
 use crate::ScenarioError;
 
@@ -114,14 +116,126 @@ pub(crate) fn emulate(
         seed,
         duration,
     };
-    let config = opts.build().map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    let config = opts
+        .build()
+        .map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    run_on_thread(py, move |stop| match run_emulator(config, stop) {
+        Ok(stats) => match serde_json::to_string(&stats.summary_json()) {
+            Ok(s) => NetOutcome::Done(s),
+            Err(e) => NetOutcome::Internal(e.to_string()),
+        },
+        Err(e) => NetOutcome::BadInput(e.to_string()),
+    })
+}
+
+/// Sends video over RTP/UDP under congestion control; returns the sender's
+/// statistics as JSON.
+#[pyfunction]
+#[pyo3(signature = (
+    to,
+    cc = None,
+    source = None,
+    fps = 30.0,
+    looped = true,
+    scenario = None,
+    flow = None,
+    duration = None,
+    out_dir = None,
+    sdp = None,
+    seed = 1,
+    bind = None,
+    feedback_timeout = true,
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send(
+    py: Python<'_>,
+    to: String,
+    cc: Option<String>,
+    source: Option<PathBuf>,
+    fps: f64,
+    looped: bool,
+    scenario: Option<PathBuf>,
+    flow: Option<String>,
+    duration: Option<String>,
+    out_dir: Option<PathBuf>,
+    sdp: Option<PathBuf>,
+    seed: u64,
+    bind: Option<String>,
+    feedback_timeout: bool,
+) -> PyResult<String> {
+    let opts = SendOptions {
+        to,
+        bind,
+        cc,
+        source,
+        fps,
+        looped,
+        scenario,
+        flow,
+        duration,
+        out_dir,
+        sdp,
+        seed,
+        feedback_timeout,
+    };
+    let config = opts
+        .build()
+        .map_err(|e| ScenarioError::new_err(e.to_string()))?;
     run_on_thread(py, move |stop| {
-        match run_emulator(config, stop) {
-            Ok(stats) => match serde_json::to_string(&stats.summary_json()) {
-                Ok(s) => NetOutcome::Done(s),
-                Err(e) => NetOutcome::Internal(e.to_string()),
-            },
-            Err(e) => NetOutcome::BadInput(e.to_string()),
+        match rtcc_net::send::run_blocking(config, stop) {
+            Ok(report) => NetOutcome::Done(report.to_json().to_string()),
+            Err(e) => net_failure(e),
         }
     })
+}
+
+/// Receives video, sends feedback, writes the simulator's output files;
+/// returns the run's `summary.json` as JSON.
+#[pyfunction]
+#[pyo3(signature = (
+    listen,
+    out_dir = None,
+    scenario = None,
+    flow = None,
+    duration = None,
+    idle_timeout = None,
+    feedback = None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn recv(
+    py: Python<'_>,
+    listen: String,
+    out_dir: Option<PathBuf>,
+    scenario: Option<PathBuf>,
+    flow: Option<String>,
+    duration: Option<String>,
+    idle_timeout: Option<String>,
+    feedback: Option<String>,
+) -> PyResult<String> {
+    let opts = RecvOptions {
+        listen,
+        out_dir,
+        scenario,
+        flow,
+        duration,
+        idle_timeout,
+        feedback,
+    };
+    let config = opts
+        .build()
+        .map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    run_on_thread(py, move |stop| {
+        match rtcc_net::recv::run_blocking(config, stop) {
+            Ok(report) => NetOutcome::Done(report.summary.to_string()),
+            Err(e) => net_failure(e),
+        }
+    })
+}
+
+/// User errors (options, sockets, files) versus bugs.
+fn net_failure(e: NetError) -> NetOutcome {
+    match e {
+        NetError::Internal(m) => NetOutcome::Internal(m),
+        other => NetOutcome::BadInput(other.to_string()),
+    }
 }
