@@ -1,0 +1,200 @@
+"""The real transport through the ``rtcc`` command line.
+
+- ``rtcc send`` + ``rtcc recv`` on loopback write the simulator's files;
+- a clip encoded by ffmpeg, sent by ``rtcc send`` (RFC 6184), is decoded by a
+  stock ffmpeg from the SDP ``rtcc send --sdp`` writes (skipped, with the
+  reason, when ffmpeg is not installed: ``make media-tools`` installs it);
+- bad options exit 2 naming the option and the value.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+RTCC = [sys.executable, "-m", "rtcc"]
+
+
+def free_port_pair() -> int:
+    """An even free UDP port whose successor is free too (RTP + RTCP)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port % 2 or port >= 65535:
+            continue
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s2:
+                s2.bind(("127.0.0.1", port + 1))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free UDP port pair")
+
+
+def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
+    port = free_port_pair()
+    out = tmp_path / "real"
+    recv = subprocess.Popen(
+        [*RTCC, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(out), "--duration", "5s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    send = subprocess.run(
+        [*RTCC, "send", "--to", f"127.0.0.1:{port}", "--duration", "3s", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert send.returncode == 0, send.stderr
+    r_out, r_err = recv.communicate(timeout=30)
+    assert recv.returncode == 0, r_err
+    summary = json.loads((out / "summary.json").read_text())
+    flow = summary["flows"][0]
+    assert flow["kind"] == "media"
+    assert flow["frames_displayed"] > 60
+    sent = json.loads((out / "send_summary.json").read_text())
+    assert sent["transport"]["feedback_reports"] > 20
+    assert sent["session"]["unknown_feedback_entries"] == 0
+    import rtcc
+
+    for name in ("timeseries.csv", "frames.csv"):
+        assert (out / name).stat().st_size > 0
+    # The files read back like a simulated run's.
+    result = rtcc.Result(summary, out)
+    assert result.frames.height == flow["frames_displayed"] + flow["frames_dropped"]
+    assert result.timeseries.height > 20
+    assert "media" in r_out
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["send", "--to", "nohost", "--duration", "1s"], ["--to", "nohost"]),
+        (["send", "--to", "127.0.0.1:9", "--cc", "bbr9"], ["--cc", "bbr9"]),
+        (["send", "--to", "127.0.0.1:9", "--duration", "3 parsecs"], ["--duration", "3 parsecs"]),
+        (["recv", "--listen", "127.0.0.1:0", "--out", "x", "--feedback", "nack"], ["--feedback"]),
+        (
+            ["emulate", "--listen", "127.0.0.1:0", "--forward", "127.0.0.1:9", "--rate", "3Mbs"],
+            ["--rate", "3Mbs"],
+        ),
+        (
+            ["send", "--to", "127.0.0.1:9", "--source", "no-such.h264", "--duration", "1s"],
+            ["no-such.h264"],
+        ),
+    ],
+    ids=["bad-addr", "bad-cc", "bad-duration", "bad-feedback", "bad-rate", "missing-source"],
+)
+def test_bad_net_options_exit_2_naming_them(
+    tmp_path: Path, args: list[str], needles: list[str]
+) -> None:
+    proc = subprocess.run([*RTCC, *args], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def encode_clip(path: Path) -> None:
+    subprocess.run(
+        [
+            "ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
+            "-f", "lavfi", "-i", "testsrc=size=320x240:rate=30", "-t", "2",
+            "-pix_fmt", "yuv420p", "-c:v", "libx264", "-profile:v", "baseline",
+            "-g", "30", "-bf", "0", "-x264-params", "repeat-headers=1",
+            "-f", "h264", str(path),
+        ],
+        check=True,
+        timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(
+    shutil.which("ffmpeg") is None, reason="ffmpeg not installed (make media-tools installs it)"
+)
+def test_ffmpeg_decodes_what_rtcc_send_sends(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.h264"
+    encode_clip(clip)
+    port = free_port_pair()
+    sdp = tmp_path / "stream.sdp"
+    common = ["--source", str(clip), "--to", f"127.0.0.1:{port}", "--fps", "30", "--no-loop"]
+    # --duration 0s: write the SDP and stop, so the receiver can start first.
+    made = subprocess.run(
+        [*RTCC, "send", *common, "--sdp", str(sdp), "--duration", "0s"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "H264/90000" in sdp.read_text()
+
+    md5 = tmp_path / "frames.md5"
+    err = tmp_path / "ffmpeg.err"
+    with err.open("w") as err_file:
+        ffmpeg = subprocess.Popen(
+            [
+                "ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "warning",
+                "-protocol_whitelist", "file,udp,rtp", "-i", str(sdp),
+                "-fps_mode", "passthrough", "-frames:v", "60", "-f", "framemd5", "-y", str(md5),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 10
+            while _port_free(port) and time.monotonic() < deadline:
+                assert ffmpeg.poll() is None, err.read_text()
+                time.sleep(0.05)
+            # A stock receiver sends no congestion feedback: no back-off, a
+            # fixed target (the file's rate is its own anyway).
+            sent = subprocess.run(
+                [
+                    *RTCC,
+                    "send",
+                    *common,
+                    "--cc",
+                    "fixed",
+                    "--no-feedback-timeout",
+                    "--duration",
+                    "4s",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert sent.returncode == 0, sent.stderr
+            try:
+                ffmpeg.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                ffmpeg.terminate()
+                ffmpeg.wait(timeout=10)
+        finally:
+            if ffmpeg.poll() is None:
+                ffmpeg.kill()
+    log = err.read_text()
+    frames = [ln for ln in md5.read_text().splitlines() if ln and not ln.startswith("#")]
+    bad = [
+        w for w in ("error", "concealing", "corrupt", "missed", "non-existing") if w in log.lower()
+    ]
+    assert not bad, log
+    assert len(frames) >= 57, f"{len(frames)} of 60 frames decoded; ffmpeg said: {log}"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
