@@ -821,3 +821,240 @@ fn sender_backs_off_when_all_feedback_is_lost_and_recovers_after() {
     assert!(after > 2.0 * blackout_end, "{after} vs {blackout_end}");
     assert!(frames_displayed(&rx) > 150, "{}", frames_displayed(&rx));
 }
+
+// ---------------------------------------------------------------------------
+// 6. Receiver restart
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_restarted_receiver_locks_on_mid_stream_and_gets_a_key_frame() {
+    let rx_addr = free_port();
+    // Through a plain relay, to see the send rate over time.
+    let relay = Relay::start(rx_addr, RelayPolicy::default());
+    let stop1 = no_stop();
+    let rx1 = spawn_receiver(receiver(rx_addr, None), stop1.clone());
+    sleep_ms(100);
+    let tx = spawn_sender(sender(relay.addr, 5_800), no_stop());
+    sleep_ms(2_000);
+    stop1.store(true, Ordering::Relaxed);
+    let rx1 = rx1.join().unwrap().unwrap();
+    // The gap: the sender streams into a closed port.
+    sleep_ms(800);
+    let rx2 = spawn_receiver(receiver(rx_addr, Some(3_200)), no_stop());
+    let tx = tx.join().unwrap().unwrap();
+    let rx2 = rx2.join().unwrap().unwrap();
+    let relay = relay.finish();
+    let before = relay.media_kbps(0.5, 2.0);
+    let gap = relay.media_kbps(2.1, 2.9);
+    let after = relay.media_kbps(4.6, 5.8);
+    println!(
+        "rx1 {:?} displayed {}; rx2 {:?} {:?} displayed {}; tx {:?} {:?}; kbps before {before:.0} gap {gap:.0} after {after:.0}",
+        rx1.stats,
+        frames_displayed(&rx1),
+        rx2.stats,
+        rx2.session,
+        frames_displayed(&rx2),
+        tx.stats,
+        tx.session
+    );
+    assert!(frames_displayed(&rx1) > 40);
+    // The second receiver joined mid-stream (its first sequence number is
+    // far from 0) and counts loss from there, not from 0.
+    let s2 = &rx2.session;
+    assert!(
+        s2.seq_end > rx2.stats.media_packets + 50,
+        "{s2:?} {:?}",
+        rx2.stats
+    );
+    let loss = rx2.summary["flows"][0]["loss_rate"].as_f64().unwrap();
+    assert!(loss < 0.05, "{}", rx2.summary);
+    // It could not decode the frames it joined in: it asked for a key frame,
+    // the sender made one, and the picture came back.
+    assert!(s2.key_frame_requests >= 1, "{s2:?}");
+    assert!(tx.session.key_frames_requested >= 1, "{:?}", tx.session);
+    assert!(frames_displayed(&rx2) > 40, "{}", frames_displayed(&rx2));
+    // Feedback resumed, from the new receiver's fresh clock.
+    assert!(
+        rx2.stats.feedback_datagrams > 30
+            && tx.stats.feedback_reports > rx1.stats.feedback_datagrams + 30,
+        "{:?}",
+        tx.stats
+    );
+    assert_eq!(tx.session.unknown_feedback_entries, 0, "{:?}", tx.session);
+    // Any back-off taken in the gap was lifted again.
+    assert!(after > 0.6 * before, "{after} vs {before}");
+}
+
+// ---------------------------------------------------------------------------
+// 7. Crafted but well-formed packets with wild field values
+// ---------------------------------------------------------------------------
+
+/// Media of the locked stream (right SSRC, payload type and extensions) with
+/// field values no honest sender produces, for a stream that is about 1 s
+/// old (transport sequence ~60, frame ~30).
+fn wild_media(cfg: &WireConfig, ntp_now: u64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut push = |seq: u64, frame: u64, index: u32, count: u32, last: bool, ntp: u64| {
+        out.push(rtp(
+            cfg,
+            &transmit(seq, frame, index, count, last, 200),
+            ntp,
+        ));
+    };
+    // Frame id half the 32-bit space ahead (and the other half).
+    push(70, 30 + (1 << 31), 0, 1, true, ntp_now);
+    push(72, 30 + (1 << 31) + 1, 0, 1, true, ntp_now);
+    push(74, 30 + (3 << 30), 0, 1, true, ntp_now);
+    // Transport sequence far ahead, far behind, and at the wrap.
+    push(30_000, 31, 0, 1, true, ntp_now);
+    push(65_000, 31, 0, 1, true, ntp_now);
+    push(32_768 + 60, 31, 0, 1, true, ntp_now);
+    // Capture times far in the past and future.
+    push(73, 32, 0, 2, false, 0);
+    push(74, 32, 1, 2, true, u64::MAX);
+    // Packet index at or past the frame's count, maximal, and a zero count.
+    push(75, 33, 5, 2, true, ntp_now);
+    push(76, 33, 65_535, 1, true, ntp_now);
+    push(77, 33, 60_000, 0, false, ntp_now);
+    // An old frame.
+    push(78, 0, 0, 1, true, ntp_now);
+    out
+}
+
+#[test]
+fn crafted_media_with_wild_fields_cannot_derail_the_receiver() {
+    let cfg = WireConfig::default();
+    let rx_addr = free_port();
+    let rx = spawn_receiver(receiver(rx_addr, Some(5_000)), no_stop());
+    sleep_ms(100);
+    let tx = spawn_sender(sender(rx_addr, 4_700), no_stop());
+    sleep_ms(1_000);
+    let clock = Clock::start();
+    let crafted = wild_media(&cfg, clock.ntp_of(Instant::ZERO));
+    let attacker = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for d in &crafted {
+        assert_eq!(classify_at_receiver(&cfg, d), RxClass::Media);
+        attacker.send_to(d, rx_addr).unwrap();
+        sleep_ms(30);
+    }
+    let tx = tx.join().unwrap().unwrap();
+    let rx = rx.join().unwrap().unwrap();
+    println!(
+        "crafted {}; rx {:?} {:?}; flow {}; tx {:?} {:?}",
+        crafted.len(),
+        rx.stats,
+        rx.session,
+        rx.summary["flows"][0],
+        tx.stats,
+        tx.session
+    );
+    assert_eq!(
+        rx.stats.datagrams,
+        tx.stats.datagrams_sent + crafted.len() as u64
+    );
+    // The stream goes on: frames keep being displayed after the crafted ones.
+    assert!(
+        frames_displayed(&rx) * 10 >= tx.session.frames_encoded * 8,
+        "{} of {}",
+        frames_displayed(&rx),
+        tx.session.frames_encoded
+    );
+    // Loss is counted against the real stream, not against a wild sequence number.
+    let lost = rx.summary["flows"][0]["packets_lost"].as_u64().unwrap();
+    assert!(lost < 10, "{}", rx.summary["flows"][0]);
+    // The six jumps (three in frame id, three in sequence) were set aside.
+    assert_eq!(rx.stats.sequence_jumps, 6, "{:?}", rx.stats);
+    assert!(tx.session.feedback_timeouts == 0, "{:?}", tx.session);
+}
+
+/// Feedback a sender can parse but no honest receiver writes: mutations of
+/// valid TWCC and RFC 8888 reports (about the sequence numbers in flight), and
+/// reports with wild sequence numbers and arrival times.
+fn wild_feedback() -> Vec<Vec<u8>> {
+    let mut r = rng::stream(13, 1);
+    let mut out = Vec::new();
+    for base in [0u64, 40, 100, 200, 30_000, 65_500] {
+        for s in feedback_samples(base) {
+            out.push(s.clone());
+            for _ in 0..6 {
+                let mut d = s.clone();
+                for _ in 0..r.random_range(1..4) {
+                    // Leave the common header alone so most mutants still parse.
+                    let i = r.random_range(4..d.len());
+                    d[i] = r.random();
+                }
+                out.push(d);
+            }
+        }
+    }
+    for format in [FeedbackFormat::TransportCc, FeedbackFormat::Rfc8888] {
+        let mut enc = FeedbackEncoder::new(WireConfig {
+            feedback_format: format,
+            ..WireConfig::default()
+        })
+        .unwrap();
+        let wild = [
+            // Arrivals decades apart, and before the origin.
+            vec![
+                (50, Some(Instant::ZERO)),
+                (51, Some(Instant::from_secs(3_000_000_000))),
+            ],
+            vec![
+                (60, Some(Instant::from_secs(1_000_000))),
+                (61, Some(Instant::from_nanos(1))),
+            ],
+            // Sequence numbers half the space away, and everything lost.
+            (32_000..32_100)
+                .map(|s| (s, Some(Instant::from_millis(s))))
+                .collect(),
+            (0..2_000).map(|s| (s, None)).collect(),
+        ];
+        for packets in wild {
+            let fb = WireFeedback {
+                report_time: Instant::from_secs(7),
+                packets,
+                key_frame_request: false,
+            };
+            out.extend(enc.encode(&fb, u64::MAX).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn wild_feedback_from_the_peer_cannot_panic_the_sender() {
+    let wild = wild_feedback();
+    let malformed: u64 = wild.iter().map(|d| classify_at_sender(d).0).sum();
+    let n = wild.len() as u64;
+    let rx_addr = free_port();
+    let fake = spawn_fake_receiver(FakeReceiverConfig {
+        listen: rx_addr,
+        run_for: Duration::from_millis(4_300),
+        extra: wild,
+        extra_from: Duration::from_millis(500),
+        extra_every: Duration::from_millis(12),
+    });
+    sleep_ms(50);
+    let tx = send::run_blocking(sender(rx_addr, 4_000), no_stop()).unwrap();
+    let fake = fake.join().unwrap();
+    println!(
+        "wild {n} (malformed {malformed}); fake {fake:?}; tx {:?}; session {:?}; target {}",
+        tx.stats, tx.session, tx.final_target
+    );
+    assert_eq!(fake.extra_sent, n);
+    assert_eq!(tx.stats.malformed, malformed, "{:?}", tx.stats);
+    // Parsed wild reports reached the session (the point of the test) ...
+    assert!(
+        tx.stats.rtcp_received >= fake.feedback_datagrams + n / 2,
+        "{:?}",
+        tx.stats
+    );
+    assert!(
+        tx.session.unknown_feedback_entries > 100,
+        "{:?}",
+        tx.session
+    );
+    // ... and the sender kept sending with a finite, positive target.
+    assert!(tx.stats.datagrams_sent > 100, "{:?}", tx.stats);
+    assert!(tx.final_target > Bitrate::ZERO, "{}", tx.final_target);
+}
