@@ -42,6 +42,16 @@ const MAX_DATAGRAM: usize = 65_536;
 const IP_UDP_HEADERS: u64 = (wire::IPV4_HEADER + wire::UDP_HEADER) as u64;
 /// Name of the flow in the output files.
 const FLOW: &str = "media";
+/// A transport sequence number more than this far ahead of the highest one
+/// seen is not believed until the next packet follows on from it (RFC 3550
+/// Appendix A.1, `MAX_DROPOUT`, and its `bad_seq` probation): one stray or
+/// crafted packet must not move the stream's window (the feedback would report
+/// thousands of packets lost and every later packet as reordered).
+const MAX_DROPOUT: u64 = 3_000;
+/// The same check for frame ids: 300 frames (10 s at 30 fps; our choice, as
+/// frame ids have no RFC bound). A frame id far ahead would make the player
+/// give up every frame before it and drop the real ones as late.
+const MAX_FRAME_JUMP: u64 = 300;
 
 /// Settings of `rtcc recv`.
 #[derive(Debug, Clone)]
@@ -80,6 +90,11 @@ pub struct RecvStats {
     pub duplicates: u64,
     /// Packets that arrived with a lower sequence number than an earlier one.
     pub reordered: u64,
+    /// Media whose transport sequence number or frame id jumped implausibly far
+    /// ahead ([`MAX_DROPOUT`], [`MAX_FRAME_JUMP`]) and that was dropped; a jump
+    /// is believed when the very next packet follows on from it (a restarted
+    /// sender, RFC 3550 Appendix A.1).
+    pub sequence_jumps: u64,
     /// RTCP feedback datagrams sent.
     pub feedback_datagrams: u64,
     /// Feedback sends the OS refused (counted, the report is lost).
@@ -121,6 +136,8 @@ struct Stream {
     highest_seq: Option<u64>,
     first_seq: u64,
     last_heard: Instant,
+    /// After a dropped jump: the transport sequence number that would confirm it.
+    probation: Option<u64>,
 }
 
 /// Runs a receiver (see [`run_blocking`]).
@@ -269,6 +286,7 @@ fn on_datagram(
         highest_seq: None,
         first_seq: 0,
         last_heard: now,
+        probation: None,
     });
     if rtp.ssrc != s.ssrc {
         stats.foreign_ssrc += 1;
@@ -278,6 +296,20 @@ fn on_datagram(
         stats.missing_extension += 1;
         return false;
     };
+    if let (Some(h), Some(f), Some(info)) = (s.seqs.highest(), s.frames.highest(), rtp.frame_info) {
+        let seq = wire::unwrap_near(h, u64::from(tseq), 16);
+        let frame = wire::unwrap_near(f, u64::from(info.frame_id), 32);
+        let jumped =
+            seq > h.saturating_add(MAX_DROPOUT) || frame > f.saturating_add(MAX_FRAME_JUMP);
+        if jumped && s.probation != Some(seq) {
+            s.probation = Some(seq.saturating_add(1));
+            stats.sequence_jumps += 1;
+            return false;
+        }
+    }
+    // Confirmation needs the very next packet: one of the old stream in
+    // between means the jump was a stray.
+    s.probation = None;
     let Some(meta) = rtp.packet_meta(&mut s.frames, |ntp| clock.instant_of_ntp(ntp)) else {
         stats.missing_extension += 1;
         return false;
@@ -410,5 +442,111 @@ impl Outputs {
         let text = serde_json::to_string_pretty(&report.summary)
             .map_err(|e| NetError::Internal(e.to_string()))?;
         std::fs::write(&path, text + "\n").map_err(|e| NetError::io(&path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rtcc_core::media::frame::FrameType;
+    use rtcc_core::media::packetizer::MediaPacket;
+    use rtcc_core::session::sender::Transmit;
+
+    use super::*;
+
+    struct Rx {
+        cfg: WireConfig,
+        clock: Clock,
+        stream: Option<Stream>,
+        session: ReceiverSession,
+        stats: RecvStats,
+    }
+
+    impl Rx {
+        fn new() -> Rx {
+            let clock = Clock::start();
+            let config = ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: Default::default(),
+            };
+            Rx {
+                cfg: WireConfig::default(),
+                clock,
+                stream: None,
+                session: ReceiverSession::new(Instant::ZERO, config),
+                stats: RecvStats::default(),
+            }
+        }
+
+        /// Feeds a one-packet frame; true if it reached the session.
+        fn feed(&mut self, seq: u64, frame_id: u64) -> bool {
+            let tx = Transmit {
+                seq,
+                packet: MediaPacket {
+                    frame_id,
+                    frame_type: FrameType::Key,
+                    capture_time: Instant::from_millis(frame_id),
+                    index: 0,
+                    count: 1,
+                    last_in_frame: true,
+                    payload: Bytes::new(100),
+                    wire_size: Bytes::new(148),
+                },
+                send_time: Instant::from_millis(frame_id),
+            };
+            let mut d = Vec::new();
+            wire::encode_media(
+                &self.cfg,
+                &tx,
+                self.clock.ntp_of(Instant::ZERO),
+                None,
+                &mut d,
+            )
+            .unwrap();
+            let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+            let now = Instant::from_millis(frame_id + 1);
+            on_datagram(
+                &d,
+                from,
+                now,
+                &self.cfg,
+                &self.clock,
+                &mut self.stream,
+                &mut self.session,
+                &mut self.stats,
+            )
+        }
+    }
+
+    #[test]
+    fn a_lone_jump_is_dropped_and_a_confirmed_one_is_followed() {
+        let mut rx = Rx::new();
+        for k in 0..10 {
+            assert!(rx.feed(100 + k, k));
+        }
+        // One packet far ahead in sequence, one far ahead in frame id (2^31,
+        // the unwrapper's "ahead" half-way point): both dropped, the stream
+        // carries on where it was.
+        assert!(!rx.feed(100 + 10 + MAX_DROPOUT + 1, 10));
+        assert!(!rx.feed(110, 10 + (1 << 31)));
+        assert_eq!(rx.stats.sequence_jumps, 2);
+        assert!(rx.feed(110, 10));
+        assert_eq!(rx.stats.reordered, 0);
+        // Two strays that follow on from each other, with the real stream in
+        // between: neither is believed.
+        assert!(!rx.feed(20_000, 10));
+        assert!(rx.feed(110, 10));
+        assert!(!rx.feed(20_001, 10));
+        assert_eq!(rx.stats.sequence_jumps, 4);
+        assert_eq!(rx.session.stats().seq_end, 111);
+        // Within the allowed dropout: taken as loss.
+        assert!(rx.feed(110 + MAX_DROPOUT, 11));
+        // A real jump (a sender that restarted its counters): the second packet
+        // following on from the first confirms it.
+        assert!(!rx.feed(40_000, 5_000));
+        assert!(rx.feed(40_001, 5_001));
+        assert!(rx.feed(40_002, 5_002));
+        assert_eq!(rx.stats.sequence_jumps, 5);
+        assert_eq!(rx.session.stats().seq_end, 40_003);
+        assert_eq!(rx.stats.media_packets, 15);
     }
 }
