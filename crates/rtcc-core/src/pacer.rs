@@ -9,6 +9,18 @@
 //! spaced at the pacing rate, and an idle sender may then send up to
 //! `max_burst` back-to-back.
 //!
+//! Late wake-ups do not cost rate. A real timer fires after the instant
+//! [`Pacer::next_send_time`] asked for (tokio's timer rounds up to its 1 ms
+//! tick); a budget capped at zero would drop the credit earned during that
+//! lateness, and a 2 Mbps stream woken 1 ms late per 1200-byte packet would
+//! leave at about 1.65 Mbps. So credit earned after the requested instant, while
+//! a packet was waiting for it, is kept above the cap (up to
+//! [`MAX_LATENESS_CREDIT`] of it), as libwebrtc's budget keeps its debt
+//! arithmetic across late process calls. Idle time still earns nothing beyond
+//! `max_burst`: the credit only counts from an instant the pacer itself gave
+//! out while packets were queued. In the simulator timers fire on time and this
+//! never applies.
+//!
 //! Frame-burst mode ([`SendBudget::frame_burst`]): when a new frame is queued,
 //! up to `frame_burst` bytes of it are released back-to-back without taking
 //! from the budget; the rest of the frame is paced. Frame-level controllers
@@ -18,6 +30,10 @@
 use crate::cc::SendBudget;
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
+
+/// Longest lateness of a wake-up whose credit is kept (module doc): beyond it
+/// the sender was stalled rather than late, and a burst would not help.
+pub const MAX_LATENESS_CREDIT: Duration = Duration::from_millis(20);
 
 /// The pacer's state.
 #[derive(Debug, Clone)]
@@ -30,6 +46,9 @@ pub struct Pacer {
     /// Bytes of the current frame that may still go back-to-back.
     frame_burst_left: Bytes,
     frame_burst: Option<Bytes>,
+    /// The send time last handed out by `next_send_time` while in debt: a
+    /// packet is waiting for it.
+    due: Option<Instant>,
 }
 
 impl Pacer {
@@ -42,6 +61,7 @@ impl Pacer {
             last_update: now,
             frame_burst_left: Bytes::ZERO,
             frame_burst: budget.frame_burst,
+            due: None,
         }
     }
 
@@ -52,6 +72,13 @@ impl Pacer {
         self.max_burst = budget.max_burst;
         self.frame_burst = budget.frame_burst;
         self.budget = self.budget.min(self.max_burst.get() as i64);
+    }
+
+    /// The packet that was waiting for the last send time handed out cannot
+    /// go for another reason (a closed congestion window): time passing now is
+    /// not pacer lateness, and earns nothing beyond `max_burst`.
+    pub fn cancel_due(&mut self) {
+        self.due = None;
     }
 
     /// Current pacing rate.
@@ -73,13 +100,22 @@ impl Pacer {
         let elapsed = now - self.last_update;
         self.last_update = now;
         let earned = (self.rate * elapsed).get();
-        self.budget = (self
+        // Credit earned after the instant a waiting packet was promised is
+        // lateness, not idleness: keep it (module doc).
+        let mut cap = self.max_burst.get();
+        if let Some(due) = self.due {
+            if now >= due {
+                self.due = None;
+                let late = (now - due).min(MAX_LATENESS_CREDIT);
+                cap = cap.saturating_add((self.rate * late).get());
+            }
+        }
+        self.budget = self
             .budget
-            .saturating_add(earned.min(i64::MAX as u64) as i64))
-        .min(self.max_burst.get() as i64);
+            .saturating_add(earned.min(i64::MAX as u64) as i64)
+            .min(cap.min(i64::MAX as u64) as i64);
     }
 
-    /// May a packet go now?
     pub fn can_send(&mut self, now: Instant) -> bool {
         self.refill(now);
         !self.frame_burst_left.is_zero() || self.budget >= 0
@@ -106,7 +142,9 @@ impl Pacer {
             return Instant::MAX;
         }
         // Rounded up, so that at the returned instant the budget is back to ≥ 0.
-        now + (debt / self.rate).max(Duration::from_nanos(1))
+        let due = now + (debt / self.rate).max(Duration::from_nanos(1));
+        self.due = Some(due);
+        due
     }
 }
 
@@ -176,6 +214,52 @@ mod tests {
         p.on_sent(Instant::ZERO, Bytes::new(1200));
         p.set_budget(Instant::ZERO, budget(Bitrate::kbps(480), 0, None));
         assert_eq!(p.next_send_time(Instant::ZERO), Instant::from_millis(20));
+    }
+
+    #[test]
+    fn late_wake_ups_keep_the_pacing_rate() {
+        // 960 kbps, 1200 B: one packet per 10 ms. Wake 1.7 ms late every time,
+        // as a real timer might: 100 packets still take 1 s, not 1.17 s.
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        let late = Duration::from_micros(1700);
+        let mut t = Instant::ZERO;
+        let mut sent = 0;
+        let end = Instant::from_secs(1);
+        while t < end {
+            while t < end && p.can_send(t) {
+                p.on_sent(t, Bytes::new(1200));
+                sent += 1;
+            }
+            t = p.next_send_time(t) + late;
+        }
+        assert!((99..=101).contains(&sent), "{sent} packets in 1 s");
+    }
+
+    #[test]
+    fn idle_time_is_not_lateness() {
+        // Debt, then the queue empties (nobody asks for a send time) and the
+        // sender idles: the next frame gets no burst beyond max_burst (0).
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        p.on_sent(Instant::ZERO, Bytes::new(1200));
+        let t = Instant::from_secs(1);
+        let times = drain(&mut p, t, 3, 1200);
+        assert_eq!(times[1] - times[0], Duration::from_millis(10), "{times:?}");
+        assert_eq!(times[2] - times[1], Duration::from_millis(10), "{times:?}");
+    }
+
+    #[test]
+    fn lateness_credit_is_bounded() {
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        p.on_sent(Instant::ZERO, Bytes::new(1200));
+        let due = p.next_send_time(Instant::ZERO);
+        // A 5 s stall: at most MAX_LATENESS_CREDIT (20 ms = 2400 B) of credit.
+        let t = due + Duration::from_secs(5);
+        let mut burst = 0;
+        while p.can_send(t) {
+            p.on_sent(t, Bytes::new(1200));
+            burst += 1;
+        }
+        assert_eq!(burst, 3, "credit 2400 B: sends at 2400, 1200, 0");
     }
 
     #[test]

@@ -411,6 +411,10 @@ pub struct FlowSpec {
     pub cc_config: Option<Spanned<toml::Table>>,
     /// Media: payload bytes per packet (default 1200).
     pub mtu: Option<Spanned<Bytes>>,
+    /// Media: bytes each packet costs on the wire beyond its payload (default
+    /// 48 B: IPv4 + UDP + RTP + an 8-byte extension block; rtcc-net's real
+    /// packets carry 68 B, see docs/results/fidelity.md).
+    pub header_overhead: Option<Spanned<Bytes>>,
     /// Media: feedback interval (default 50 ms).
     pub feedback_interval: Option<Spanned<Duration>>,
     /// udp-cbr: rate.
@@ -831,6 +835,20 @@ impl Scenario {
             &[Media],
         )?;
         not_for(spec.mtu.as_ref().map(|s| s.span()), "mtu", &[Media])?;
+        not_for(
+            spec.header_overhead.as_ref().map(|s| s.span()),
+            "header_overhead",
+            &[Media],
+        )?;
+        if let Some(h) = &spec.header_overhead {
+            if h.get_ref().get() > 1000 {
+                return Err(self.error(
+                    Some(h.span()),
+                    &key("header_overhead"),
+                    format!("{} is out of range (0B..1000B)", h.get_ref()),
+                ));
+            }
+        }
         not_for(
             spec.feedback_interval.as_ref().map(|s| s.span()),
             "feedback_interval",

@@ -570,6 +570,9 @@ impl World {
                 if let Some(m) = &f.mtu {
                     packetizer.mtu = *m.get_ref();
                 }
+                if let Some(h) = &f.header_overhead {
+                    packetizer.header_overhead = *h.get_ref();
+                }
                 FlowSetup::Media(Box::new(MediaSetup {
                     sender: SenderConfig {
                         cc,

@@ -291,6 +291,7 @@ impl<E: EncoderModel> SenderSession<E> {
         let head = *self.queue.front()?;
         if let Some(cwnd) = self.cc.send_budget().cwnd {
             if self.in_flight >= cwnd {
+                self.pacer.cancel_due();
                 return None;
             }
         }
