@@ -116,6 +116,7 @@ impl Pacer {
             .min(cap.min(i64::MAX as u64) as i64);
     }
 
+    /// May a packet go now?
     pub fn can_send(&mut self, now: Instant) -> bool {
         self.refill(now);
         !self.frame_burst_left.is_zero() || self.budget >= 0
