@@ -12,6 +12,7 @@ pub mod emulate;
 pub mod h264;
 pub mod options;
 pub mod recv;
+pub mod reports;
 pub mod sdp;
 pub mod send;
 pub mod wire;

@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use tokio::net::UdpSocket;
 
 use crate::clock::Clock;
+use crate::reports::{ReceptionStatistics, REPORT_INTERVAL};
 use crate::wire::{self, FeedbackEncoder, SeqUnwrapper, Unwrapper, WireConfig};
 use crate::NetError;
 
@@ -79,8 +80,12 @@ pub struct RecvStats {
     pub media_packets: u64,
     /// Datagrams that did not parse as our RTP media (dropped).
     pub malformed: u64,
-    /// RTCP datagrams (a receiver expects none; dropped).
+    /// RTCP datagrams other than the followed stream's sender reports (dropped).
     pub rtcp_dropped: u64,
+    /// Sender reports of the followed stream received (RFC 3550 §6.4.1).
+    pub sender_reports: u64,
+    /// Receiver reports sent (RFC 3550 §6.4.2).
+    pub receiver_reports: u64,
     /// Media of another SSRC than the one locked onto (dropped).
     pub foreign_ssrc: u64,
     /// Media without the transport-wide sequence number, frame-info or
@@ -138,6 +143,8 @@ struct Stream {
     last_heard: Instant,
     /// After a dropped jump: the transport sequence number that would confirm it.
     probation: Option<u64>,
+    /// RFC 3550 reception statistics for receiver reports.
+    reception: ReceptionStatistics,
 }
 
 /// Runs a receiver (see [`run_blocking`]).
@@ -170,6 +177,8 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
     let mut first_media: Option<Instant> = None;
     let mut next_sample = start + SAMPLE_INTERVAL;
     let mut prev_payload = 0u64;
+    let mut next_report = start + REPORT_INTERVAL;
+    let mut rr_buf: Vec<u8> = Vec::with_capacity(64);
 
     loop {
         let now = clock.now();
@@ -194,6 +203,25 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 }
             }
         }
+        if now >= next_report {
+            next_report = now + REPORT_INTERVAL;
+            if let Some(s) = &mut stream {
+                if let Some(block) = s.reception.report(now) {
+                    rr_buf.clear();
+                    let built = wire::encode_receiver_report(
+                        config.wire.feedback_ssrc,
+                        &[block],
+                        &mut rr_buf,
+                    );
+                    if built.is_ok() {
+                        match sock.try_send_to(&rr_buf, s.peer) {
+                            Ok(_) => stats.receiver_reports += 1,
+                            Err(_) => stats.send_errors += 1,
+                        }
+                    }
+                }
+            }
+        }
         while let Some(rec) = session.poll_frame() {
             if let Some(d) = rec.delay() {
                 frame_delay.record(d);
@@ -212,7 +240,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
             next_sample += SAMPLE_INTERVAL;
         }
 
-        let mut wake = (now + STOP_POLL).min(next_sample);
+        let mut wake = (now + STOP_POLL).min(next_sample).min(next_report);
         if let Some(t) = session.poll_timeout() {
             wake = wake.min(t);
         }
@@ -271,7 +299,22 @@ fn on_datagram(
     stats: &mut RecvStats,
 ) -> bool {
     if wire::is_rtcp(datagram) {
-        stats.rtcp_dropped += 1;
+        // Sender reports of the stream we follow feed the receiver reports'
+        // LSR/DLSR; any other RTCP is not for a receiver.
+        let sr = wire::decode_rtcp(datagram).ok().and_then(|m| {
+            let s = stream.as_ref()?;
+            m.sender_reports
+                .iter()
+                .find(|sr| sr.ssrc == s.ssrc)
+                .map(|sr| sr.ntp_time)
+        });
+        match (sr, stream.as_mut()) {
+            (Some(ntp), Some(s)) if from == s.peer => {
+                s.reception.on_sender_report(now, ntp);
+                stats.sender_reports += 1;
+            }
+            _ => stats.rtcp_dropped += 1,
+        }
         return false;
     }
     let Ok(rtp) = wire::decode_media(cfg, datagram) else {
@@ -287,6 +330,7 @@ fn on_datagram(
         first_seq: 0,
         last_heard: now,
         probation: None,
+        reception: ReceptionStatistics::new(rtp.ssrc),
     });
     if rtp.ssrc != s.ssrc {
         stats.foreign_ssrc += 1;
@@ -326,6 +370,7 @@ fn on_datagram(
     s.peer = from;
     s.last_heard = now;
     stats.media_packets += 1;
+    s.reception.on_packet(now, seq, rtp.timestamp);
     let wire_size = Bytes::new(datagram.len() as u64 + IP_UDP_HEADERS);
     session.on_packet(now, seq, wire_size, &meta);
     true

@@ -26,8 +26,9 @@ use tokio::net::UdpSocket;
 
 use crate::clock::Clock;
 use crate::h264::source::{H264FileSource, H264SourceConfig};
+use crate::reports::{self, REPORT_INTERVAL};
 use crate::sdp::H264Sdp;
-use crate::wire::{self, FeedbackDecoder, WireConfig};
+use crate::wire::{self, FeedbackDecoder, ReceptionStats, WireConfig};
 use crate::NetError;
 
 /// Interval of the sender's own time series (as the simulator's default).
@@ -101,6 +102,19 @@ pub struct SendStats {
     pub malformed: u64,
     /// RTCP packets of types we do not use (ignored).
     pub rtcp_ignored: u64,
+    /// Sender reports sent (RFC 3550 §6.4.1).
+    pub sender_reports: u64,
+    /// Receiver reports about our stream received (RFC 3550 §6.4.2).
+    pub receiver_reports: u64,
+    /// Round-trip time from the last receiver report (LSR/DLSR, §6.4.1), µs
+    /// (0 until one refers to a sender report).
+    pub rr_rtt_us: u64,
+    /// Fraction lost in the last receiver report, in 1/256.
+    pub rr_fraction_lost: u64,
+    /// Cumulative loss in the last receiver report.
+    pub rr_cumulative_lost: i64,
+    /// Interarrival jitter in the last receiver report, RTP units (1/90 ms).
+    pub rr_jitter_rtp: u64,
 }
 
 /// What a sender run did.
@@ -272,6 +286,8 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     let mut rx_buf = vec![0u8; MAX_DATAGRAM];
     let mut next_sample = start + SAMPLE_INTERVAL;
     let mut prev_bytes = 0u64;
+    let mut next_report = start + REPORT_INTERVAL;
+    let mut sr_buf: Vec<u8> = Vec::with_capacity(64);
 
     loop {
         let now = clock.now();
@@ -311,6 +327,27 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 Err(_) => stats.send_errors += 1,
             }
         }
+        if now >= next_report {
+            next_report = now + REPORT_INTERVAL;
+            sr_buf.clear();
+            let st = session.stats();
+            // RFC 3550 §6.4.1: counts wrap modulo 2^32; the octet count is payload.
+            let built = wire::encode_sender_report(
+                config.wire.media_ssrc,
+                clock.ntp_of(now),
+                wire::rtp_timestamp(now, config.wire.rtp_timestamp_offset),
+                st.packets_sent as u32,
+                st.payload_sent as u32,
+                &[],
+                &mut sr_buf,
+            );
+            if built.is_ok() {
+                match sock.try_send_to(&sr_buf, config.to) {
+                    Ok(_) => stats.sender_reports += 1,
+                    Err(_) => stats.send_errors += 1,
+                }
+            }
+        }
         while now >= next_sample {
             let sent = session.stats().bytes_sent;
             let cc = session.controller();
@@ -335,7 +372,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         if let Some(t) = session.poll_timeout(now) {
             wake = wake.min(t);
         }
-        wake = wake.min(next_sample);
+        wake = wake.min(next_sample).min(next_report);
         if let Some(e) = end {
             wake = wake.min(e);
         }
@@ -353,7 +390,15 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 }
                 let now = clock.now();
                 let datagram = rx_buf.get(..n).unwrap_or_default();
-                handle_rtcp(datagram, now, &mut decoder, &mut session, &mut stats);
+                handle_rtcp(
+                    datagram,
+                    now,
+                    clock.ntp_of(now),
+                    config.wire.media_ssrc,
+                    &mut decoder,
+                    &mut session,
+                    &mut stats,
+                );
             }
             () = tokio::time::sleep_until(deadline) => {}
         }
@@ -404,9 +449,12 @@ fn write_sdp(
 }
 
 /// One RTCP datagram from the peer.
+#[allow(clippy::too_many_arguments)]
 fn handle_rtcp<E: EncoderModel>(
     datagram: &[u8],
     now: Instant,
+    now_ntp: u64,
+    media_ssrc: u32,
     decoder: &mut FeedbackDecoder,
     session: &mut SenderSession<E>,
     stats: &mut SendStats,
@@ -425,6 +473,19 @@ fn handle_rtcp<E: EncoderModel>(
     stats.rtcp_received += 1;
     stats.rtcp_ignored += msgs.unknown as u64;
     stats.key_frame_requests += msgs.plis.len() as u64;
+    for rr in &msgs.receiver_reports {
+        let Some(block) = rr.reports.iter().find(|b| b.ssrc == media_ssrc) else {
+            continue;
+        };
+        let block = ReceptionStats::from(block);
+        stats.receiver_reports += 1;
+        stats.rr_fraction_lost = u64::from(block.fraction_lost);
+        stats.rr_cumulative_lost = i64::from(block.cumulative_lost);
+        stats.rr_jitter_rtp = u64::from(block.jitter);
+        if let Some(rtt) = reports::rtt_from_report(now_ntp, &block) {
+            stats.rr_rtt_us = rtt.as_micros();
+        }
+    }
     let highest_sent = session.stats().packets_sent.saturating_sub(1);
     if let Some(fb) = decoder.feedback(&msgs, highest_sent) {
         stats.feedback_reports += 1;

@@ -60,6 +60,13 @@ fn direct_loopback_run_delivers_frames_and_feedback() {
     assert_eq!(tx.stats.malformed, 0);
     assert_eq!(tx.session.unknown_feedback_entries, 0, "{:?}", tx.session);
     assert_eq!(rx.stats.malformed, 0);
+    // RFC 3550 reports both ways, once a second; the RR's LSR/DLSR give the
+    // round-trip time (loopback: well under 50 ms).
+    assert!(tx.stats.sender_reports >= 3, "{:?}", tx.stats);
+    assert!(rx.stats.sender_reports >= 2, "{:?}", rx.stats);
+    assert!(tx.stats.receiver_reports >= 3, "{:?}", tx.stats);
+    assert!((1..50_000).contains(&tx.stats.rr_rtt_us), "{:?}", tx.stats);
+    assert_eq!(tx.stats.rr_cumulative_lost, 0, "{:?}", tx.stats);
     assert!(
         rx.stats.media_packets + 5 >= tx.stats.datagrams_sent,
         "{:?} vs {:?}",

@@ -211,6 +211,8 @@ struct RelayReport {
     duplicated: u64,
     swapped: u64,
     rtcp_forwarded: u64,
+    /// RTCP from the sender (its reports), forwarded untouched.
+    sender_rtcp: u64,
     rtcp_dropped: u64,
     /// (relay time in s, datagram bytes) of every media datagram that came in.
     media_log: Vec<(f64, usize)>,
@@ -295,6 +297,12 @@ fn relay_loop(
             continue;
         }
         sender = Some(from);
+        if rtcc_net::wire::is_rtcp(d) {
+            // The sender's RTCP (sender reports) passes untouched.
+            let _ = sock.send_to(d, receiver);
+            report.sender_rtcp += 1;
+            continue;
+        }
         report.media_in += 1;
         report.media_log.push((secs(now), n));
         if let Some((h, _)) = held.take() {
@@ -528,7 +536,12 @@ fn malformed_datagrams_to_the_receiver_are_counted_and_do_not_disturb_the_media(
         expected[RxClass::MissingExtension as usize],
         "{s:?}"
     );
-    assert_eq!(s.datagrams, s.media_packets + garbage.len() as u64, "{s:?}");
+    // Everything else that arrived is the sender's reports (RFC 3550 SRs).
+    assert_eq!(
+        s.datagrams,
+        s.media_packets + garbage.len() as u64 + s.sender_reports,
+        "{s:?}"
+    );
     // The media session did not notice.
     assert_eq!(
         s.media_packets, tx.stats.datagrams_sent,
@@ -950,7 +963,7 @@ fn crafted_media_with_wild_fields_cannot_derail_the_receiver() {
     );
     assert_eq!(
         rx.stats.datagrams,
-        tx.stats.datagrams_sent + crafted.len() as u64
+        tx.stats.datagrams_sent + crafted.len() as u64 + tx.stats.sender_reports
     );
     // The stream goes on: frames keep being displayed after the crafted ones.
     assert!(
