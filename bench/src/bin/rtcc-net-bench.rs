@@ -39,9 +39,7 @@ use rtcc_core::{rng, Bitrate, Bytes, Duration, FrameType, Instant};
 use rtcc_net::clock::Clock;
 use rtcc_net::recv::RecvConfig;
 use rtcc_net::send::{SendConfig, Source};
-use rtcc_net::wire::{
-    self, FeedbackDecoder, FeedbackEncoder, SeqUnwrapper, Unwrapper, WireConfig,
-};
+use rtcc_net::wire::{self, FeedbackDecoder, FeedbackEncoder, SeqUnwrapper, Unwrapper, WireConfig};
 use serde_json::{json, Value};
 
 /// Counts heap allocations, to report allocations per packet.
@@ -460,7 +458,9 @@ impl Sink {
     fn finish(self) -> Result<(u64, u64), String> {
         thread::sleep(std::time::Duration::from_millis(100));
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().map_err(|_| "sink thread panicked".to_string())
+        self.handle
+            .join()
+            .map_err(|_| "sink thread panicked".to_string())
     }
 }
 
@@ -492,7 +492,8 @@ fn synthetic_transmit(seq: u64, per_frame: u64, capture_time: Instant) -> Transm
 fn loopback_raw(seconds: f64) -> Result<Value, String> {
     let sink = Sink::start()?;
     let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-    sock.connect(sink.addr).map_err(|e| format!("connect: {e}"))?;
+    sock.connect(sink.addr)
+        .map_err(|e| format!("connect: {e}"))?;
     let mut buf = Vec::new();
     wire::encode_media(
         &WireConfig::default(),
