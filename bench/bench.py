@@ -193,6 +193,7 @@ def net_tables(args: argparse.Namespace) -> int:
                 f"{med(k, 'sent_pps') / 1e3:.1f} k",
                 f"{med(k, 'received_pps') / 1e3:.1f} k",
                 f"{int(med(k, 'drops'))}",
+                f"limited by {runs[k][0]['limited_by']}; "
                 f"pacer allows {med(k, 'pacer_limit_pps') / 1e3:.0f} k, "
                 f"encoder {med(k, 'encoder_limit_pps') / 1e3:.0f} k",
             )

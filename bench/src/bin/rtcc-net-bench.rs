@@ -15,7 +15,9 @@
 //! - `loopback_raw`: a plain UDP socket sending to a plain UDP sink on
 //!   127.0.0.1, the ceiling of the socket path on this machine.
 //! - `loopback_send`: `rtcc_net::send::run_blocking` (fixed controller, pacer
-//!   far above what the socket can take) to a plain counting sink.
+//!   and encoder far above what the socket can take) to a plain counting sink;
+//!   `limited_by` says whether the configured rates or the send loop (timers,
+//!   session, socket) set the rate.
 //! - `loopback_recv`: a plain socket sending valid RTP media as fast as it can
 //!   to `rtcc_net::recv::run_blocking`.
 
@@ -583,7 +585,13 @@ fn loopback_send(seconds: f64) -> Result<Value, String> {
         "sent_pps": sent_pps,
         "received_pps": received as f64 / elapsed,
         "drops": sent.saturating_sub(received),
-        "limit": if sent_pps < 0.9 * encoder_pps.min(pacer_pps) { "loop/socket" } else { "pacer/encoder" },
+        // Which limit was hit: the configured rates, or the send loop itself
+        // (its timers, the session, the socket), when well below both.
+        "limited_by": if sent_pps < 0.9 * encoder_pps.min(pacer_pps) {
+            "send_loop"
+        } else {
+            "pacer_or_encoder"
+        },
     }))
 }
 
