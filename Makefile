@@ -69,6 +69,7 @@ test-python: develop lint-python
 bench:
 	cargo build --release -p rtcc-bench
 	$(PYTHON) bench/bench.py scenarios/bench/dumbbell.toml scenarios/bench/dumbbell-8.toml scenarios/bench/heavy.toml
+	$(PYTHON) bench/bench.py --net
 
 bench-ns3:
 	bash bench/ns3/compare.sh
