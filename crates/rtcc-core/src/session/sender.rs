@@ -127,6 +127,10 @@ pub struct SenderSession<E> {
     next_seq: SeqNo,
     history: VecDeque<HistoryEntry>,
     history_base: SeqNo,
+    /// Every packet below this sequence number is marked reported: the scan
+    /// for packets a lost report covered starts here (O(new packets), not
+    /// O(history)).
+    unreported_from: SeqNo,
     in_flight: Bytes,
     report: FeedbackReport,
     stats: SenderStats,
@@ -156,6 +160,7 @@ impl<E: EncoderModel> SenderSession<E> {
             next_seq: 0,
             history: VecDeque::with_capacity(4096),
             history_base: 0,
+            unreported_from: 0,
             in_flight: Bytes::ZERO,
             report: FeedbackReport::default(),
             stats: SenderStats::default(),
@@ -365,7 +370,9 @@ impl<E: EncoderModel> SenderSession<E> {
         // reported were covered by a lost feedback packet: their fate is unknown,
         // so they leave the in-flight count without being shown to the controller.
         if let Some(first) = first_new {
-            for e in self.history.iter_mut() {
+            let from = self.unreported_from.saturating_sub(self.history_base) as usize;
+            self.unreported_from = self.unreported_from.max(first);
+            for e in self.history.range_mut(from.min(self.history.len())..) {
                 if e.sent.seq >= first {
                     break;
                 }
