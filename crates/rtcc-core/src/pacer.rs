@@ -69,9 +69,14 @@ impl Pacer {
     pub fn set_budget(&mut self, now: Instant, budget: SendBudget) {
         self.refill(now);
         self.rate = budget.pacing_rate;
+        // A smaller allowance takes effect at once; an unchanged one keeps any
+        // lateness credit (module doc), which the controller refreshing its
+        // budget after every packet would otherwise wipe out.
+        if budget.max_burst < self.max_burst {
+            self.budget = self.budget.min(budget.max_burst.get() as i64);
+        }
         self.max_burst = budget.max_burst;
         self.frame_burst = budget.frame_burst;
-        self.budget = self.budget.min(self.max_burst.get() as i64);
     }
 
     /// The packet that was waiting for the last send time handed out cannot
@@ -234,6 +239,27 @@ mod tests {
             t = p.next_send_time(t) + late;
         }
         assert!((99..=101).contains(&sent), "{sent} packets in 1 s");
+    }
+
+    #[test]
+    fn lateness_credit_survives_budget_refreshes() {
+        // A session refreshes the budget after every packet; a 1 ms late wake
+        // at 96 Mbps (one 1200 B packet per 0.1 ms) must still release ~10.
+        let b = budget(Bitrate::mbps(96), 0, None);
+        let mut p = Pacer::new(Instant::ZERO, b);
+        p.on_sent(Instant::ZERO, Bytes::new(1200));
+        let due = p.next_send_time(Instant::ZERO);
+        let t = due + Duration::from_millis(1);
+        let mut n = 0;
+        while p.can_send(t) {
+            p.on_sent(t, Bytes::new(1200));
+            p.set_budget(t, b);
+            n += 1;
+        }
+        assert_eq!(
+            n, 11,
+            "credit 1 ms x 96 Mbps = 12 000 B: 11 packets while >= 0"
+        );
     }
 
     #[test]
