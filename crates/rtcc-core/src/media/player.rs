@@ -217,6 +217,10 @@ pub struct Player {
     last_resolved: Instant,
     out: VecDeque<FrameRecord>,
     stats: PlayerStats,
+    /// Earliest completion among `window[1..]` (the give-up clock of an
+    /// incomplete front frame), kept up to date so that a packet costs O(1)
+    /// rather than a scan of the window; recomputed once per finished frame.
+    newer_complete: Option<Instant>,
 }
 
 impl Player {
@@ -231,6 +235,7 @@ impl Player {
             last_resolved: Instant::ZERO,
             out: VecDeque::new(),
             stats: PlayerStats::default(),
+            newer_complete: None,
         }
     }
 
@@ -292,6 +297,9 @@ impl Player {
             slot.complete = Some(now);
             self.stats.frames_complete += 1;
             self.stats.delivered_payload += slot.size;
+            if offset > 0 {
+                self.newer_complete = Some(self.newer_complete.map_or(now, |t| t.min(now)));
+            }
         }
         self.advance(now);
     }
@@ -357,13 +365,11 @@ impl Player {
     /// When the front (incomplete) frame is given up: `max_frame_wait` after the
     /// first newer frame completed; `None` while no newer frame is complete.
     fn give_up_deadline(&self) -> Option<Instant> {
-        let first_newer = self
-            .window
-            .iter()
-            .skip(1)
-            .filter_map(|s| s.complete)
-            .min()?;
-        Some(first_newer + self.config.max_frame_wait)
+        debug_assert_eq!(
+            self.newer_complete,
+            self.window.iter().skip(1).filter_map(|s| s.complete).min()
+        );
+        Some(self.newer_complete? + self.config.max_frame_wait)
     }
 
     /// Finish frames from the front of the window as far as `now` allows.
@@ -421,6 +427,7 @@ impl Player {
             return;
         };
         self.base_id = slot.frame_id + 1;
+        self.newer_complete = self.window.iter().skip(1).filter_map(|s| s.complete).min();
         let displayed = match outcome {
             Outcome::Displayed(t) => {
                 if let Some(prev) = self.last_display {
