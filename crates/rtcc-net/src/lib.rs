@@ -54,6 +54,38 @@ impl NetError {
     }
 }
 
+/// Runs `fut` to completion on a current-thread tokio runtime: one run, one
+/// thread, so a caller (Python) can run several side by side.
+pub(crate) fn block_on<T>(
+    fut: impl std::future::Future<Output = Result<T, NetError>>,
+) -> Result<T, NetError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NetError::Io {
+            what: "tokio runtime".into(),
+            source: e,
+        })?;
+    rt.block_on(fut)
+}
+
+/// Checks the wire settings and binds the run's UDP socket.
+pub(crate) async fn open_socket(
+    wire: &wire::WireConfig,
+    addr: std::net::SocketAddr,
+) -> Result<tokio::net::UdpSocket, NetError> {
+    wire.validate().map_err(|e| NetError::Config {
+        field: "wire".into(),
+        message: e.to_string(),
+    })?;
+    tokio::net::UdpSocket::bind(addr)
+        .await
+        .map_err(|e| NetError::Io {
+            what: format!("bind {addr}"),
+            source: e,
+        })
+}
+
 /// The media settings of a scenario flow with only `cc = "<name>"` set: the
 /// default encoder, packetizer, feedback interval and player.
 pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {

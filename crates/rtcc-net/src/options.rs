@@ -68,20 +68,24 @@ pub struct RecvOptions {
 /// `host:port`, preferring IPv4 when a name resolves to both (the endpoints
 /// usually listen on 127.0.0.1 while `localhost` may resolve to ::1 first).
 pub fn parse_addr(option: &str, value: &str) -> Result<SocketAddr, NetError> {
-    let err = |message: String| NetError::Config {
+    resolve(value).map_err(|message| NetError::Config {
         field: option.to_string(),
         message: format!("`{value}`: {message}"),
-    };
+    })
+}
+
+/// Resolves `host:port`, preferring IPv4; the error says why not.
+pub(crate) fn resolve(value: &str) -> Result<SocketAddr, String> {
     let addrs: Vec<SocketAddr> = value
         .to_socket_addrs()
-        .map_err(|e| err(format!("expected host:port ({e})")))?
+        .map_err(|e| format!("expected host:port ({e})"))?
         .collect();
     addrs
         .iter()
         .find(|a| a.is_ipv4())
         .or_else(|| addrs.first())
         .copied()
-        .ok_or_else(|| err("the name has no address".into()))
+        .ok_or_else(|| "the name has no address".to_string())
 }
 
 /// A duration such as `"30s"`.

@@ -25,7 +25,6 @@ use rtcc_core::{Bytes, Duration, Instant};
 use rtcc_sim::metrics::DelayHistogram;
 use rtcc_sim::output::{self, TimeseriesRow};
 use serde_json::{json, Value};
-use tokio::net::UdpSocket;
 
 use crate::clock::Clock;
 use crate::reports::{ReceptionStatistics, REPORT_INTERVAL};
@@ -122,14 +121,7 @@ pub struct RecvReport {
 /// Runs a receiver until `duration`, the idle timeout, or `stop`. Blocks
 /// the calling thread (a current-thread tokio runtime).
 pub fn run_blocking(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport, NetError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| NetError::Io {
-            what: "tokio runtime".into(),
-            source: e,
-        })?;
-    rt.block_on(run(config, stop))
+    crate::block_on(run(config, stop))
 }
 
 /// State of the media stream the receiver follows.
@@ -149,16 +141,7 @@ struct Stream {
 
 /// Runs a receiver (see [`run_blocking`]).
 pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport, NetError> {
-    config.wire.validate().map_err(|e| NetError::Config {
-        field: "wire".into(),
-        message: e.to_string(),
-    })?;
-    let sock = UdpSocket::bind(config.listen)
-        .await
-        .map_err(|e| NetError::Io {
-            what: format!("bind {}", config.listen),
-            source: e,
-        })?;
+    let sock = crate::open_socket(&config.wire, config.listen).await?;
     let clock = Clock::start();
     let start = clock.now();
     let mut session = ReceiverSession::new(start, config.receiver.clone());

@@ -22,7 +22,6 @@ use rtcc_core::{rng, Bitrate, Bytes, CongestionController, Duration, Instant};
 use rtcc_sim::output::{self, TimeseriesRow};
 use rtcc_sim::MediaSetup;
 use serde_json::json;
-use tokio::net::UdpSocket;
 
 use crate::clock::Clock;
 use crate::h264::source::{H264FileSource, H264SourceConfig};
@@ -214,28 +213,12 @@ impl NetEncoder {
 /// calling thread (a current-thread tokio runtime), so Python can run it with
 /// the GIL released and set `stop` on Ctrl-C.
 pub fn run_blocking(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport, NetError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| NetError::Io {
-            what: "tokio runtime".into(),
-            source: e,
-        })?;
-    rt.block_on(run(config, stop))
+    crate::block_on(run(config, stop))
 }
 
 /// Runs a sender (see [`run_blocking`]).
 pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport, NetError> {
-    config.wire.validate().map_err(|e| NetError::Config {
-        field: "wire".into(),
-        message: e.to_string(),
-    })?;
-    let sock = UdpSocket::bind(config.bind)
-        .await
-        .map_err(|e| NetError::Io {
-            what: format!("bind {}", config.bind),
-            source: e,
-        })?;
+    let sock = crate::open_socket(&config.wire, config.bind).await?;
     let clock = Clock::start();
     let start = clock.now();
     let encoder = match &config.source {

@@ -23,7 +23,7 @@
 //! a byte queue limit and a mahimahi opportunity mean what they mean in the
 //! simulator, whose packet sizes are IPv4 wire sizes.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -367,23 +367,13 @@ where
 /// `host:port` (an IP literal or a name resolved now): the first IPv4 address
 /// found, else the first address.
 fn parse_addr(option: &str, value: &str) -> Result<SocketAddr, EmulatorError> {
-    let err = |message: String| EmulatorError::Parse {
+    // A name such as `localhost` may resolve to ::1 first while the endpoints
+    // listen on 127.0.0.1: `resolve` prefers IPv4, as most UDP tools do.
+    crate::options::resolve(value).map_err(|message| EmulatorError::Parse {
         option: option.to_string(),
         value: value.to_string(),
         message,
-    };
-    let addrs: Vec<SocketAddr> = value
-        .to_socket_addrs()
-        .map_err(|e| err(format!("expected host:port ({e})")))?
-        .collect();
-    // A name such as `localhost` may resolve to ::1 first while the endpoints
-    // listen on 127.0.0.1: prefer IPv4, as most UDP tools do.
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or_else(|| addrs.first())
-        .copied()
-        .ok_or_else(|| err("the name has no address".into()))
+    })
 }
 
 /// Loads a trace's rate model; OpenNetLab loss and delay columns are not used
