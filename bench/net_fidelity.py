@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Sim-vs-real fidelity (issue 3 §4): one scenario in the simulator and over
-loopback through ``rtcc emulate`` with the same controller.
+"""Sim-vs-real fidelity (issue 3 §4): one scenario, simulated and real.
+
+The scenario runs in the simulator and over loopback through ``rtcc emulate``
+with the same controller.
 
 Runs ``rtcc run SCENARIO``, then ``--runs`` times the real chain
 ``rtcc send -> rtcc emulate --scenario -> rtcc recv`` (same scenario, same
@@ -33,6 +35,7 @@ RTCC = [sys.executable, "-m", "rtcc"]
 
 
 def free_port() -> int:
+    """A free UDP port on 127.0.0.1 (bound, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -41,6 +44,7 @@ def free_port() -> int:
 def metrics(
     timeseries: pl.DataFrame, frames: pl.DataFrame, target_ts: pl.DataFrame, warmup: float
 ) -> dict[str, float]:
+    """Target, goodput and frame-delay statistics after the warm-up."""
     ts = timeseries.filter(pl.col("time_s") > warmup)
     tg = target_ts.filter(pl.col("time_s") > warmup)
     fr = frames.filter((pl.col("capture_ms") > warmup * 1000) & pl.col("delay_ms").is_not_null())
@@ -56,10 +60,12 @@ def metrics(
 
 
 def read_csv(path: Path) -> pl.DataFrame:
+    """A CSV output file with every column's type inferred from all rows."""
     return pl.read_csv(path, infer_schema_length=None)
 
 
 def real_run(scenario: Path, duration: float, out: Path, feedback: str) -> dict[str, float]:
+    """One real run of the scenario (emulate, recv, send); its metrics."""
     emu, rx = free_port(), free_port()
     slack = 3.0
     procs = [
@@ -107,6 +113,7 @@ def _m(ts: pl.DataFrame, frames: pl.DataFrame, target_ts: pl.DataFrame) -> dict[
 
 
 def main() -> int:
+    """Run both worlds and print the comparison table."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -138,7 +145,7 @@ def main() -> int:
         f"scenario {args.scenario}, {duration:.0f} s, metrics after {WARMUP:.0f} s; "
         f"simulator seeds 1-{args.sim_seeds}, {args.runs} real runs\n"
     )
-    print("| metric | sim (median) | sim (min–max) | real (median) | real (min–max) | difference |")
+    print("| metric | sim (median) | sim (min-max) | real (median) | real (min-max) | difference |")
     print("|---|---:|---:|---:|---:|---:|")
     for k in keys:
         sv = [r[k] for r in sims]
@@ -146,8 +153,8 @@ def main() -> int:
         smed, rmed = statistics.median(sv), statistics.median(rv)
         diff = (rmed - smed) / smed * 100 if smed else float("nan")
         print(
-            f"| {k} | {smed:.1f} | {min(sv):.1f}–{max(sv):.1f} | {rmed:.1f} | "
-            f"{min(rv):.1f}–{max(rv):.1f} | {diff:+.1f} % |"
+            f"| {k} | {smed:.1f} | {min(sv):.1f}-{max(sv):.1f} | {rmed:.1f} | "
+            f"{min(rv):.1f}-{max(rv):.1f} | {diff:+.1f} % |"
         )
     print("\nraw:", json.dumps({"sim": sims, "real": reals}))
     return 0
