@@ -7,6 +7,7 @@
 //! sender/receiver) polled after every input; their timers are events that are
 //! ignored when stale.
 
+use std::collections::VecDeque;
 use std::io::Write;
 
 use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig};
@@ -64,11 +65,28 @@ struct SimPacket {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Event {
-    Hop { pkt: u32, hop: u16 },
-    SenderTimer { flow: u32 },
-    ReceiverTimer { flow: u32 },
-    FlowStart { flow: u32 },
-    FlowStop { flow: u32 },
+    Hop {
+        pkt: u32,
+        hop: u16,
+    },
+    /// Deliveries due now from a flow's waiting list (`Flow::waiting`);
+    /// `dir` is `Dir as u8`.
+    Deliver {
+        flow: u32,
+        dir: u8,
+    },
+    SenderTimer {
+        flow: u32,
+    },
+    ReceiverTimer {
+        flow: u32,
+    },
+    FlowStart {
+        flow: u32,
+    },
+    FlowStop {
+        flow: u32,
+    },
     Sample,
     Progress,
 }
@@ -165,6 +183,13 @@ pub(crate) struct Flow {
     receiver: ReceiverEp,
     sender_timer: Option<Instant>,
     receiver_timer: Option<Instant>,
+    /// Per direction (`Dir as usize`): packets that reached the end of their
+    /// path but could not be delivered early, `(arrival, packet)` in arrival
+    /// order; each has a `Deliver` event at its arrival. Later packets to the
+    /// same endpoint wait behind them, so the endpoint sees its packets in
+    /// order; an early delivery first flushes those whose time has become
+    /// safe (see `hop`).
+    waiting: [VecDeque<(Instant, u32)>; 2],
     stopped: bool,
     pub(crate) counters: FlowCounters,
     pub(crate) owd: DelayHistogram,
@@ -212,6 +237,10 @@ pub(crate) struct World {
     fb_scratch: WireFeedback,
     sample_interval: Duration,
     last_sample: Instant,
+    /// When the next Sample event fires (`Instant::MAX` if none).
+    next_sample: Instant,
+    /// An early delivery is being processed (`hop`): `now` is ahead of the queue.
+    early: bool,
     sinks: Sinks,
     pub(crate) delivered_packets: u64,
     io_error: Option<std::io::Error>,
@@ -406,6 +435,7 @@ impl World {
                 receiver: ReceiverEp::Idle,
                 sender_timer: None,
                 receiver_timer: None,
+                waiting: [VecDeque::new(), VecDeque::new()],
                 stopped: false,
                 counters: FlowCounters::default(),
                 owd: DelayHistogram::new(),
@@ -447,6 +477,8 @@ impl World {
             fb_scratch: WireFeedback::default(),
             sample_interval: sc.output.sample_interval,
             last_sample: Instant::ZERO,
+            next_sample: Instant::ZERO + sc.output.sample_interval,
+            early: false,
             sinks,
             delivered_packets: 0,
             io_error: None,
@@ -671,7 +703,15 @@ impl World {
     /// dumbbell access link), its arrivals are already in time order, so the
     /// packet is offered to it at its future arrival instant right away instead
     /// of through an event; the link's FIFO arithmetic gives the same result.
-    /// Deliveries are queued on the delivering link's event stream.
+    ///
+    /// Early delivery (lookahead): a packet whose remaining path is dedicated
+    /// reaches its endpoint at a known instant `t`. If nothing else can touch
+    /// that endpoint before `t` — no timer of its own, no earlier delivery
+    /// still queued, no sample, stop or end of run in between — the endpoint
+    /// processes it now, with the clock set to `t`, exactly as the event at `t`
+    /// would have: whatever it sends in response enters its own dedicated
+    /// links in time order and reaches the next shared link through the queue.
+    /// This saves the delivery event of most data packets and acknowledgements.
     fn hop(&mut self, idx: u32, mut hop: u16) {
         let (flow, dir, size) = {
             let p = &self.packets[idx as usize];
@@ -681,10 +721,6 @@ impl World {
         let len = (end - first) as u16;
         let mut t = self.now;
         loop {
-            if hop == len {
-                self.deliver(idx);
-                return;
-            }
             let link = self.paths[(first + u32::from(hop)) as usize] as usize;
             match self.links[link].transmit(t, size) {
                 LinkOutcome::Delivered { at } => {
@@ -695,6 +731,23 @@ impl World {
                         t = at;
                         hop = next;
                         continue;
+                    }
+                    if next == len {
+                        let fi = flow as usize;
+                        if self.flush_waiting(fi, dir, at) && self.can_deliver_early(fi, dir, at) {
+                            self.deliver_at(idx, at);
+                        } else {
+                            self.flows[fi].waiting[dir as usize].push_back((at, idx));
+                            self.queue.push_stream(
+                                link as u32,
+                                at,
+                                Event::Deliver {
+                                    flow,
+                                    dir: dir as u8,
+                                },
+                            );
+                        }
+                        return;
                     }
                     self.queue.push_stream(
                         link as u32,
@@ -715,6 +768,72 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Delivers packet `idx` at `at` (ahead of the queue's clock when early).
+    fn deliver_at(&mut self, idx: u32, at: Instant) {
+        let now = self.now;
+        let early = at > now;
+        self.now = at;
+        self.early = early;
+        self.deliver(idx);
+        self.early = false;
+        self.now = now;
+    }
+
+    /// Delivers, early, the waiting packets of flow `fi`'s endpoint in
+    /// direction `dir` that arrive by `upto` and may now be delivered early;
+    /// true if none is left waiting.
+    fn flush_waiting(&mut self, fi: usize, dir: Dir, upto: Instant) -> bool {
+        loop {
+            let Some(&(t, idx)) = self.flows[fi].waiting[dir as usize].front() else {
+                return true;
+            };
+            if t > upto || !self.can_deliver_early(fi, dir, t) {
+                return false;
+            }
+            self.flows[fi].waiting[dir as usize].pop_front();
+            self.deliver_at(idx, t);
+        }
+    }
+
+    /// A `Deliver` event: the waiting packets due now.
+    fn on_deliver(&mut self, fi: usize, dir: Dir) {
+        let now = self.now;
+        while let Some(&(t, idx)) = self.flows[fi].waiting[dir as usize].front() {
+            if t > now {
+                break;
+            }
+            self.flows[fi].waiting[dir as usize].pop_front();
+            self.deliver(idx);
+        }
+    }
+
+    /// Whether a delivery at `t` to flow `fi`'s endpoint in direction `dir`
+    /// may be processed now (see `hop`); the caller checks that no packet
+    /// is waiting ahead of it.
+    #[inline]
+    fn can_deliver_early(&self, fi: usize, dir: Dir, t: Instant) -> bool {
+        // Not from inside an early delivery: its clock is ahead of the queue's,
+        // so "pending" could not be told from "stale", and a path dedicated end
+        // to end would otherwise recurse from packet to response to packet.
+        if self.early {
+            return false;
+        }
+        let f = &self.flows[fi];
+        let timer = match dir {
+            Dir::Fwd => f.receiver_timer,
+            Dir::Rev => f.sender_timer,
+        };
+        // A timer below `now` has fired (stale); one in [now, t] is pending.
+        // A TCP receiver's own deadline is exact: a delayed-ACK timer that an
+        // ACK since made moot fires as a no-op (`on_receiver_timer`), so only
+        // a live deadline blocks; other endpoints go by the queued timer.
+        let timer_clear = match (dir, &f.receiver) {
+            (Dir::Fwd, ReceiverEp::Tcp(r)) => r.poll_timeout().is_none_or(|d| d > t),
+            _ => timer.is_none_or(|s| s < self.now || s > t),
+        };
+        timer_clear && t < self.next_sample && t < f.stop && t <= self.end
     }
 
     fn deliver(&mut self, idx: u32) {
@@ -1088,6 +1207,14 @@ impl World {
             self.now = t;
             match ev {
                 Event::Hop { pkt, hop } => self.hop(pkt, hop),
+                Event::Deliver { flow, dir } => {
+                    let dir = if dir == Dir::Fwd as u8 {
+                        Dir::Fwd
+                    } else {
+                        Dir::Rev
+                    };
+                    self.on_deliver(flow as usize, dir);
+                }
                 Event::SenderTimer { flow } => self.on_sender_timer(flow as usize),
                 Event::ReceiverTimer { flow } => self.on_receiver_timer(flow as usize),
                 Event::FlowStart { flow } => self.start_flow(flow as usize),
@@ -1097,6 +1224,9 @@ impl World {
                     let next = self.now + self.sample_interval;
                     if next <= self.end {
                         self.queue.push(next, Event::Sample);
+                        self.next_sample = next;
+                    } else {
+                        self.next_sample = Instant::MAX;
                     }
                 }
                 Event::Progress => {

@@ -377,6 +377,13 @@ impl Link {
     /// Forgets packets that have departed by `now`.
     #[inline]
     fn drain(&mut self, now: u64) {
+        if self.last_departure <= now {
+            // Every packet has left (departures are in order): empty the ring
+            // without reading it, the common case on an idle link.
+            self.backlog.clear();
+            self.backlog_bytes = 0;
+            return;
+        }
         while let Some(front) = self.backlog.front() {
             if front.departure > now {
                 break;
