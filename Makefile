@@ -15,7 +15,7 @@ REQS := $(VENV)/requirements.txt
 CARGO_PY := PYO3_PYTHON=$(PY)
 
 .PHONY: venv develop build demo test lint-rust lint-python test-rust test-python \
-        bench bench-ns3 clean media-tools
+        bench bench-ns3 clean media-tools browser-tools
 
 venv: $(STAMP)
 
@@ -44,8 +44,9 @@ build: develop
 
 demo: develop
 	$(VENV)/bin/rtcc run scenarios/demo.toml --out results/demo --seed 1
+	$(VENV)/bin/rtcc report results/demo -o results/demo/report.html
 
-test: media-tools test-rust lint-rust test-python
+test: media-tools browser-tools test-rust lint-rust test-python
 
 # Default members only: rtcc-py is a cdylib for the Python interpreter and is
 # exercised through pytest below.
@@ -90,6 +91,26 @@ media-tools:
 	    echo "media-tools: installed $$(command -v ffmpeg)"; \
 	  else \
 	    echo "media-tools: apt-get install ffmpeg failed; the decode test will skip"; \
+	  fi; \
+	fi
+
+# Chromium, for the headless-browser test of `rtcc report`
+# (tests/python/test_report.py, which skips without it). Best effort: never
+# fails the build, says why not.
+browser-tools:
+	@if command -v chromium >/dev/null 2>&1; then \
+	  echo "browser-tools: chromium already installed ($$(command -v chromium))"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "browser-tools: apt-get not found; install chromium with your package manager"; \
+	else \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "browser-tools: not root and no sudo; cannot install chromium"; exit 0; fi; \
+	  if $$SUDO apt-get update -qq && \
+	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; then \
+	    echo "browser-tools: installed $$(command -v chromium)"; \
+	  else \
+	    echo "browser-tools: apt-get install chromium failed; the browser test will skip"; \
 	  fi; \
 	fi
 

@@ -77,6 +77,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_cmd_run)
     _add_net_commands(commands)
+    _add_report_command(commands)
     return parser
 
 
@@ -205,6 +206,34 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     emu.set_defaults(func=_cmd_emulate)
 
 
+def _add_report_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write an HTML page of plots and tables for runs",
+        description="Write one self-contained HTML page (viewable offline) with plots and "
+        "per-flow tables for the run directories of `rtcc run --out` or `rtcc recv --out`, "
+        "side by side.",
+    )
+    report.add_argument(
+        "dirs", nargs="+", type=Path, metavar="DIR", help="run directory (summary.json, ...)"
+    )
+    report.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        default=Path("report.html"),
+        metavar="FILE",
+        help="HTML file to write (default report.html)",
+    )
+    report.add_argument(
+        "--png",
+        type=Path,
+        metavar="DIR",
+        help="also write each figure as PNG and SVG (matplotlib) to DIR",
+    )
+    report.set_defaults(func=_cmd_report)
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text, 10)
@@ -312,6 +341,17 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=160)
     for direction in ("forward", "reverse"):
         _print_stats(console, direction, stats.get(direction, {}))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    try:
+        page = rtcc.report(args.dirs, args.out, png_dir=args.png)
+    except rtcc.ReportError as e:
+        _fail(2, str(e))
+    print(f"report written to {page}")
+    if args.png is not None:
+        print(f"figures (PNG and SVG) written to {args.png}")
     return 0
 
 
