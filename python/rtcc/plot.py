@@ -268,17 +268,21 @@ def save_figures(results: Sequence[Result], out_dir: str | os.PathLike[str]) -> 
         The files written, in :data:`FIGURE_KINDS` order, PNG before SVG.
 
     """
+    import matplotlib as mpl
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for kind in FIGURE_KINDS:
-        fig = figure(kind, results)
-        for suffix in ("png", "svg"):
-            path = out / f"{kind}.{suffix}"
-            # No date in the SVG: identical runs give identical files.
-            metadata: dict[str, Any] = {"Date": None} if suffix == "svg" else {}
-            fig.savefig(path, dpi=200, metadata=metadata)
-            written.append(path)
+    # Identical runs give identical SVG files: no date, and element ids from a
+    # fixed salt instead of a random one.
+    with mpl.rc_context({"svg.hashsalt": "rtcc"}):
+        for kind in FIGURE_KINDS:
+            fig = figure(kind, results)
+            for suffix in ("png", "svg"):
+                path = out / f"{kind}.{suffix}"
+                metadata: dict[str, Any] = {"Date": None} if suffix == "svg" else {}
+                fig.savefig(path, dpi=200, metadata=metadata)
+                written.append(path)
     return written
 
 
