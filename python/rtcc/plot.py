@@ -294,15 +294,16 @@ def _rate_panel(result: Result, colors: dict[str, str]) -> Panel:
     traces: list[Trace] = []
     for flow in _flow_names(result):
         rows = ts.filter(pl.col("flow") == flow)
-        target = rows.drop_nulls("target_kbps")
-        if target.height:
-            traces.append(
-                _trace(f"{flow} target", target, "time_s", "target_kbps", colors[flow], "dash")
-            )
+        # Goodput first: the noisier curve goes under its flow's target.
         goodput = rows.drop_nulls("goodput_kbps")
         if goodput.height:
             traces.append(
                 _trace(f"{flow} goodput", goodput, "time_s", "goodput_kbps", colors[flow])
+            )
+        target = rows.drop_nulls("target_kbps")
+        if target.height:
+            traces.append(
+                _trace(f"{flow} target", target, "time_s", "target_kbps", colors[flow], "dash")
             )
     if "capacity_kbps" in ts.columns:
         for names, series in _per_link(ts, ["capacity_kbps"]):
@@ -568,7 +569,9 @@ def _draw_matplotlib(ax: Axes, p: Panel, *, first_column: bool, last_column: boo
             target.scatter(t.x, t.y, s=2, color=t.color, label=t.name, linewidths=0)
         else:
             linestyle = {"line": "-", "dash": "--", "dot": ":"}[t.style]
-            target.plot(t.x, t.y, linestyle=linestyle, linewidth=1, color=t.color, label=t.name)
+            # Reference curves (dashed target, dotted capacity) wider, to show on top.
+            width = 0.8 if t.style == "line" else 1.4
+            target.plot(t.x, t.y, linestyle=linestyle, linewidth=width, color=t.color, label=t.name)
     ax.set_xlabel(p.x_label)
     if first_column:
         ax.set_ylabel(p.y_label)

@@ -172,7 +172,7 @@ def render_html(results: Sequence[Result]) -> str:
         cells = []
         for i, p in enumerate(kind_panels):
             fig_html = plotly.io.to_html(
-                _plotly_figure(p),
+                _plotly_figure(p, title=labels[i]),
                 include_plotlyjs=False,
                 full_html=False,
                 div_id=f"fig-{kind}-{i}",
@@ -302,11 +302,14 @@ def _metric(record: Mapping[str, Any], keys: tuple[str, ...], spec: str, scale: 
 # --- plotly -------------------------------------------------------------------
 
 
-def _plotly_figure(p: Panel) -> dict[str, Any]:
-    """A plotly figure as a plain dict (no validation pass: the traces are ours)."""
+def _plotly_figure(p: Panel, *, title: str) -> dict[str, Any]:
+    """A plotly figure as a plain dict (no validation pass: the traces are ours).
+
+    The row heading names the figure kind; the figure's own title names the run.
+    """
     data = [_plotly_trace(t) for t in p.traces]
     layout: dict[str, Any] = {
-        "title": {"text": p.title, "font": {"size": 14}},
+        "title": {"text": title, "font": {"size": 13}},
         "margin": {"l": 60, "r": 60 if p.y2_label else 20, "t": 40, "b": 40},
         "xaxis": {"title": {"text": p.x_label}, "zeroline": False},
         "yaxis": {"title": {"text": p.y_label}, "zeroline": False},
@@ -353,8 +356,11 @@ def _plotly_trace(t: Trace) -> dict[str, Any]:
         trace.update(type="scatter", mode="markers", marker={"color": t.color, "size": 3})
     else:
         dash = {"line": "solid", "dash": "dash", "dot": "dot"}[t.style]
+        # Dashed and dotted reference curves (target, capacity) are drawn
+        # wider than the measured ones so they stay visible on top of them.
+        width = 1.2 if t.style == "line" else 2.0
         trace.update(
-            type="scatter", mode="lines", line={"color": t.color, "dash": dash, "width": 1.5}
+            type="scatter", mode="lines", line={"color": t.color, "dash": dash, "width": width}
         )
     if t.secondary:
         trace["yaxis"] = "y2"
