@@ -24,5 +24,14 @@ from rtcc.report import ReportError, report
 __version__: str = _native_version()
 """Version of rtcc (the Rust crates and this package share it)."""
 
-__all__ = ["Result", "ScenarioError", "__version__", "emulate", "recv", "run", "send"]
-__all__ += ["ReportError", "report"]
+__all__ = [
+    "ReportError",
+    "Result",
+    "ScenarioError",
+    "__version__",
+    "emulate",
+    "recv",
+    "report",
+    "run",
+    "send",
+]

@@ -82,8 +82,9 @@ class Result:
         """``timeseries.csv``: one row per flow and sampling interval, loaded on first access.
 
         Columns: time_s, flow, send_rate_kbps, goodput_kbps, target_kbps,
-        estimate_kbps, cwnd_bytes, srtt_ms, queue_bytes, queue_delay_ms (the
-        flow's bottleneck link). Cells that do not apply to a flow are null.
+        estimate_kbps, cwnd_bytes, srtt_ms, queue_bytes, queue_delay_ms,
+        capacity_kbps (the flow's bottleneck link). Cells that do not apply to
+        a flow are null.
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
@@ -206,6 +207,7 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "srtt_ms": pl.Float64(),
     "queue_bytes": pl.Int64(),
     "queue_delay_ms": pl.Float64(),
+    "capacity_kbps": pl.Float64(),
 }
 _FRAMES_SCHEMA: dict[str, pl.DataType] = {
     "flow": pl.String(),

@@ -305,16 +305,18 @@ def _rate_panel(result: Result, colors: dict[str, str]) -> Panel:
             traces.append(
                 _trace(f"{flow} target", target, "time_s", "target_kbps", colors[flow], "dash")
             )
-    if "capacity_kbps" in ts.columns:
-        for names, series in _per_link(ts, ["capacity_kbps"]):
+    recorded = "capacity_kbps" in ts.columns and ts["capacity_kbps"].drop_nulls().len() > 0
+    if recorded:
+        for names, series in _per_link(ts.drop_nulls("capacity_kbps"), ["capacity_kbps"]):
             traces.append(
                 _trace(
                     f"capacity ({names})", series, "time_s", "capacity_kbps", _CAPACITY_COLOR, "dot"
                 )
             )
     else:
-        # The legend says so (a trace without points), so a reader of a
-        # screenshot knows the curve is missing, not zero.
+        # Real runs and unlimited links have none. The legend says so (a trace
+        # without points), so a reader of a screenshot knows the curve is
+        # missing, not zero.
         traces.append(Trace("capacity: not recorded", [], [], _CAPACITY_COLOR, "dot"))
     return Panel(
         kind="rate",

@@ -125,8 +125,11 @@ def test_traces_carry_the_run_data(runs: list[Path]) -> None:
     colors = plot.flow_colors([result])
     rate = plot.panel("rate", result, colors)
     names = [t.name for t in rate.traces]
-    # TCP has no target; capacity is not in timeseries.csv and the legend says so.
-    assert names == ["video goodput", "video target", "bulk goodput", "capacity: not recorded"]
+    # TCP has no target; both flows share the bottleneck, whose capacity is one series.
+    assert names == ["video goodput", "video target", "bulk goodput", "capacity (video, bulk)"]
+    cap = rate.traces[3]
+    assert cap.y, "the simulator records capacity"
+    assert all(abs(v - cap.y[0]) < 1e-6 for v in cap.y), "a constant-rate link"
     video = result.timeseries.filter(result.timeseries["flow"] == "video")
     assert rate.traces[0].y == [round(v, 3) for v in video["goodput_kbps"].to_list()]
     cdf = plot.panel("delay_cdf", result, colors)

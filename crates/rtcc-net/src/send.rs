@@ -346,6 +346,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 srtt: e.rtt,
                 queue: None,
                 queue_delay: None,
+                capacity: None,
             })?;
             prev_bytes = sent;
             next_sample += SAMPLE_INTERVAL;

@@ -15,7 +15,7 @@ use crate::scenario::FlowKind;
 use crate::world::World;
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
@@ -45,6 +45,9 @@ pub struct TimeseriesRow<'a> {
     pub queue: Option<Bytes>,
     /// Bottleneck queueing delay.
     pub queue_delay: Option<Duration>,
+    /// Mean capacity of the flow's bottleneck over the interval (what the
+    /// bandwidth-estimate accuracy compares the target with).
+    pub capacity: Option<Bitrate>,
 }
 
 /// Writes one `timeseries.csv` row.
@@ -59,7 +62,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -70,6 +73,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         ms(r.srtt),
         r.queue.map(|q| q.get().to_string()).unwrap_or_default(),
         ms(r.queue_delay),
+        kb(r.capacity),
     )
 }
 

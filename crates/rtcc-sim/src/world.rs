@@ -1374,6 +1374,9 @@ impl World {
                     srtt,
                     queue: Some(backlog),
                     queue_delay: Some(queue_delay),
+                    // A rate model without a finite mean (an unlimited link) has no
+                    // capacity to show.
+                    capacity: (capacity < Bitrate::MAX).then_some(capacity),
                 },
             );
             if let Err(e) = r {
