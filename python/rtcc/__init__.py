@@ -19,8 +19,10 @@ from rtcc._api import Result, run
 from rtcc._native import ScenarioError
 from rtcc._native import version as _native_version
 from rtcc._net import emulate, recv, send
+from rtcc.sweep import GridError, SweepStats, sweep
 
 __version__: str = _native_version()
 """Version of rtcc (the Rust crates and this package share it)."""
 
 __all__ = ["Result", "ScenarioError", "__version__", "emulate", "recv", "run", "send"]
+__all__ += ["GridError", "SweepStats", "sweep"]
