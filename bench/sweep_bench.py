@@ -25,10 +25,10 @@ import copy
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import rtcc
-from rtcc.sweep import _sweep
+from rtcc.sweep import Backend, _load_grid, _sweep
 
 # Two flows over a lossy 2 Mbps link, as tests/python/conftest.py's tiny scenario.
 SCENARIO: dict[str, Any] = {
@@ -49,12 +49,14 @@ SCENARIO: dict[str, Any] = {
 }
 
 
-def grid(duration: str, runs: int) -> dict[str, Any]:
-    """``runs`` runs: 2 rates x 2 controllers x runs/4 seeds."""
-    base = copy.deepcopy(SCENARIO)
-    base["duration"] = duration
+def grid(duration: str, runs: int, base: str | None = None) -> dict[str, Any]:
+    """``runs`` runs: 2 rates x 2 controllers x runs/4 seeds, or a base file x runs seeds."""
+    if base is not None:
+        return {"base": str(Path(base).resolve()), "grid": {"duration": [duration]}, "seeds": runs}
+    scenario = copy.deepcopy(SCENARIO)
+    scenario["duration"] = duration
     return {
-        "base": base,
+        "base": scenario,
         "grid": {"link.0.rate": ["1Mbps", "2Mbps"], "flow.0.cc": ["gcc", "fixed"]},
         "seeds": max(1, runs // 4),
     }
@@ -65,34 +67,46 @@ def overhead(runs: int, duration: str) -> None:
     spec = grid(duration, runs)
     with tempfile.TemporaryDirectory() as tmp:
         # The same scenarios, seeds and output files, without the sweep.
-        from rtcc.sweep import _load_grid
-
         points = _load_grid(spec).runs
         start = time.perf_counter()
         for point in points:
             rtcc.run(point.scenario, seed=point.seed, out=Path(tmp) / "plain" / point.run_id)
         plain = time.perf_counter() - start
-        _, stats = _sweep(spec, out=Path(tmp) / "sweep", jobs=1, progress=False)
+        # The first pool of a process also starts the forkserver (it imports rtcc once).
+        _, cold = _sweep(spec, out=Path(tmp) / "cold", jobs=1, progress=False)
+        _, warm = _sweep(spec, out=Path(tmp) / "warm", jobs=1, progress=False)
+        _, resumed = _sweep(spec, out=Path(tmp) / "warm", jobs=1, progress=False)
     n = len(points)
     print(f"overhead: {n} runs of {duration} simulated, 1 worker")
-    print(f"  {'':24} {'total s':>9} {'per run ms':>11}")
-    print(f"  {'plain rtcc.run loop':24} {plain:9.3f} {plain / n * 1e3:11.1f}")
-    print(f"  {'sweep (wall)':24} {stats.wall_s:9.3f} {stats.wall_s / n * 1e3:11.1f}")
-    print(f"  {'  inside workers':24} {stats.run_s:9.3f} {stats.run_s / n * 1e3:11.1f}")
-    extra = stats.wall_s - plain
-    print(f"  {'sweep overhead':24} {extra:9.3f} {extra / n * 1e3:11.1f}")
+    print(f"  {'':34} {'total s':>9} {'per run ms':>11}")
+    rows = [
+        ("plain rtcc.run loop", plain),
+        ("sweep, first in process (wall)", cold.wall_s),
+        ("sweep, forkserver up (wall)", warm.wall_s),
+        ("  of which inside workers", warm.run_s),
+        ("sweep overhead, first", cold.wall_s - plain),
+        ("sweep overhead, forkserver up", warm.wall_s - plain),
+        ("resumed sweep, nothing to run", resumed.wall_s),
+    ]
+    for label, seconds in rows:
+        print(f"  {label:34} {seconds:9.3f} {seconds / n * 1e3:11.1f}")
 
 
-def throughput(runs: int, duration: str, max_jobs: int, backend: str) -> None:
+def throughput(runs: int, duration: str, max_jobs: int, backend: str, base: str | None) -> None:
     """Prints runs per second of one sweep per worker count."""
-    print(f"throughput: {runs} runs of {duration} simulated, backend {backend}")
+    what = base or "the two-flow scenario"
+    print(f"throughput: {runs} runs of {duration} of {what}, backend {backend}")
     print(f"  {'jobs':>4} {'wall s':>8} {'runs/s':>8} {'speed-up':>9} {'ms/run in worker':>17}")
     base_rate = None
     for jobs in range(1, max_jobs + 1):
         with tempfile.TemporaryDirectory() as tmp:
             _, stats = _sweep(
-                grid(duration, runs), out=tmp, backend=backend, jobs=jobs, progress=False
-            )  # type: ignore[arg-type]
+                grid(duration, runs, base),
+                out=tmp,
+                backend=cast(Backend, backend),
+                jobs=jobs,
+                progress=False,
+            )
         rate = stats.runs / stats.wall_s
         base_rate = base_rate or rate
         print(
@@ -110,9 +124,10 @@ def main() -> int:
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--max-jobs", type=int, default=2)
     ap.add_argument("--backend", choices=("local", "ray"), default="local")
+    ap.add_argument("--base", help="scenario file for the throughput sweep (seeds vary)")
     args = ap.parse_args()
     overhead(args.overhead_runs, args.short)
-    throughput(args.runs, args.duration, args.max_jobs, args.backend)
+    throughput(args.runs, args.duration, args.max_jobs, args.backend, args.base)
     return 0
 
 

@@ -48,6 +48,7 @@ import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -648,9 +649,16 @@ def _run_local(tasks: Sequence[_Task], workers: int, _address: str | None) -> It
             for future in done:
                 task = pending.pop(future)
                 try:
-                    yield future.result()
-                except Exception as e:  # the worker process died (BrokenProcessPool)
-                    yield _Outcome(task.run_id, None, f"worker failed: {e}", {}, 0.0)
+                    outcome = future.result()
+                except BrokenProcessPool as e:
+                    # Not this run's fault: every pending run fails with it. The
+                    # runs done so far are on disk; a new sweep resumes after them.
+                    raise RuntimeError(
+                        f"a sweep worker process died while running {task.run_id} ({e}); "
+                        "a script that calls rtcc.sweep must do so under "
+                        "`if __name__ == '__main__':`, because workers import the main module"
+                    ) from e
+                yield outcome
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
