@@ -260,7 +260,7 @@ def _load_grid(grid: str | os.PathLike[str] | Mapping[str, Any]) -> _Grid:
         if key in reserved:
             raise GridError(f"{origin}: key `{key}`: reserved; use `seeds` to vary the seed")
         _check_path(base, key, origin)
-    _probe_fields(base, {k: _first_value(points, k) for k in keys}, origin)
+    _probe_fields(base, points, origin)
 
     runs: dict[str, _RunSpec] = {}
     for params, run_seeds in points:
@@ -330,10 +330,6 @@ def _flatten_keys(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[
             yield name, value
 
 
-def _first_value(points: Sequence[tuple[dict[str, Any], list[int]]], key: str) -> object:
-    return next(params[key] for params, _ in points if key in params)
-
-
 def _split(key: str) -> list[str | int]:
     return [int(p) if p.isdigit() else p for p in key.split(".")]
 
@@ -385,38 +381,62 @@ def _assign(scenario: dict[str, Any], key: str, value: object, origin: str) -> N
 
 
 _KEY_IN_ERROR = re.compile(r"key `([^`]*)`")
+_UNKNOWN_NAME = re.compile(r"unknown (?:field|key) `([^`]*)`")
 
 
-def _probe_fields(base: dict[str, Any], first: Mapping[str, Any], origin: str) -> None:
+def _probe_fields(
+    base: dict[str, Any], points: Sequence[tuple[dict[str, Any], list[int]]], origin: str
+) -> None:
     """Ask the simulator's parser whether each new field exists, before any run.
 
-    Only paths whose last key is absent from the base need asking: the parser
-    rejects an unknown field whatever its value. A probe is the base with that
-    one field set, simulated for 1 ms; an error of any other kind (a bad value)
-    is left for the runs to record.
+    Only paths whose last key is absent from the base need asking. A probe is
+    a grid point (the base with all its parameters set) simulated for 1 ms. A
+    field is unknown when the parser rejects it as such in every point that
+    sets it: some fields exist only beside some values of another (the
+    ``cc_config`` keys of each ``cc``). An error of any other kind (a bad
+    value) is left for the runs to record.
     """
-    for key, value in first.items():
-        if _present(base, key):
-            continue
-        scenario = _copy_table(base)
-        _assign(scenario, key, value, origin)
-        scenario["duration"] = "1ms"
-        rust_key = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
-        with tempfile.TemporaryDirectory(prefix="rtcc-probe-") as tmp:
-            try:
-                _native.run(toml_text=_dumps(scenario), origin=origin, out_dir=tmp, seed=1)
-            except ScenarioError as e:
-                message = str(e)
-                found = _KEY_IN_ERROR.search(message)
-                if (
-                    "unknown field" in message
-                    and found is not None
-                    and rust_key.startswith(found.group(1))
-                ):
-                    detail = message.split(": ", 2)[-1]
-                    raise GridError(
-                        f"{origin}: key `{key}`: not a scenario field ({detail})"
-                    ) from None
+    absent = dict.fromkeys(k for params, _ in points for k in params if not _present(base, k))
+    with tempfile.TemporaryDirectory(prefix="rtcc-probe-") as tmp:
+        for key in absent:
+            rust_key = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
+            detail = ""
+            tried: set[str] = set()
+            for params, _ in points:
+                if key not in params:
+                    continue
+                scenario = _copy_table(base)
+                for name, value in params.items():
+                    _assign(scenario, name, value, origin)
+                scenario["duration"] = "1ms"
+                text = _dumps(scenario)
+                if text in tried:
+                    continue
+                tried.add(text)
+                detail = _unknown_field(text, rust_key, origin, tmp)
+                if not detail:
+                    break
+            if detail:
+                raise GridError(f"{origin}: key `{key}`: not a scenario field ({detail})")
+
+
+def _unknown_field(text: str, rust_key: str, origin: str, out_dir: str) -> str:
+    """The parser's message if it rejects ``rust_key`` (or a table on its path) as unknown."""
+    try:
+        _native.run(toml_text=text, origin=origin, out_dir=out_dir, seed=1)
+    except ScenarioError as e:
+        message = str(e)
+        found = _KEY_IN_ERROR.search(message)
+        unknown = _UNKNOWN_NAME.search(message)
+        if found is None or unknown is None:
+            return ""
+        # The parser names either the unknown key itself (`link[0].dealy`:
+        # unknown field) or its table (`flow[0].cc_config`: unknown key `x`).
+        table, name = found.group(1), unknown.group(1)
+        culprit = table if table.split(".")[-1] == name else f"{table}.{name}"
+        if rust_key == culprit or rust_key.startswith((f"{culprit}.", f"{culprit}[")):
+            return message.split(": ", 2)[-1]
+    return ""
 
 
 def _present(base: Mapping[str, Any], key: str) -> bool:

@@ -290,3 +290,21 @@ def test_cli_sweep_bad_grid_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(proc, "--jobs")
     proc = rtcc_cli("sweep", path, "--out", tmp_path / "out", "--address", "x:1")
     assert_one_line_error(proc, "--address")
+
+
+def test_field_known_only_beside_another_value_is_not_a_grid_error(tmp_path: Path) -> None:
+    # `cc_config.bitrate` exists for `fixed`, not for `gcc`: the gcc runs fail
+    # (recorded), the fixed ones run, and the grid itself is fine.
+    grid = {
+        "base": tiny_scenario(),
+        "grid": {"flow.0.cc": ["gcc", "fixed"], "flow.0.cc_config.bitrate": ["300kbps"]},
+    }
+    table = rtcc.sweep(grid, out=tmp_path, progress=False)
+    by_cc = {row["flow.0.cc"]: row for row in table.iter_rows(named=True)}
+    assert by_cc["fixed"]["status"] == "ok"
+    assert by_cc["gcc"]["status"] == "error"
+    assert "bitrate" in by_cc["gcc"]["error"]
+    # The same field under a misspelt name is unknown for every controller.
+    grid["grid"] = {"flow.0.cc": ["gcc", "fixed"], "flow.0.cc_config.bitrat": ["300kbps"]}
+    with pytest.raises(rtcc.GridError, match=r"key `flow\.0\.cc_config\.bitrat`"):
+        rtcc.sweep(grid, out=tmp_path / "typo", progress=False)
