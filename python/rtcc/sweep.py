@@ -751,22 +751,24 @@ def _table(
             rows.append(head)
             continue
         head.update(status="ok", error=None)
-        common = {"scenario": summary.get("scenario"), "duration_s": summary.get("duration_s")}
+        head.update(scenario=summary.get("scenario"), duration_s=summary.get("duration_s"))
+        run_wide: dict[str, Any] = {}
         for link in summary.get("links") or []:
             name = link.get("name", "")
             for k, v in _flatten_metrics(link):
                 if k != "name":
-                    common[f"link_{name}_{k}"] = v
+                    run_wide[f"link_{name}_{k}"] = v
         for k, v in _flatten_metrics(summary.get("fairness") or {}):
-            common[f"fairness_{k}"] = v
+            run_wide[f"fairness_{k}"] = v
         for flow in summary.get("flows") or [{}]:
             row = dict(head)
-            row.update(common)
             for k, v in _flatten_metrics(flow):
                 row["flow" if k == "name" else k] = v
+            row.update(run_wide)
             rows.append(row)
 
-    first = [*_KEY_COLUMNS, *spec.keys, *_STATUS_COLUMNS, "scenario", "duration_s", "flow"]
+    first = [*_KEY_COLUMNS, *spec.keys, *_STATUS_COLUMNS]
+    first += ["scenario", "duration_s", "flow", "kind", "cc"]
     columns = list(dict.fromkeys([*first, *(k for row in rows for k in row)]))
     data = {c: [row.get(c) for row in rows] for c in columns}
     return pl.DataFrame({c: _column(c, values) for c, values in data.items()})

@@ -308,3 +308,21 @@ def test_field_known_only_beside_another_value_is_not_a_grid_error(tmp_path: Pat
     grid["grid"] = {"flow.0.cc": ["gcc", "fixed"], "flow.0.cc_config.bitrat": ["300kbps"]}
     with pytest.raises(rtcc.GridError, match=r"key `flow\.0\.cc_config\.bitrat`"):
         rtcc.sweep(grid, out=tmp_path / "typo", progress=False)
+
+
+def test_relative_trace_is_found_beside_the_base(tmp_path: Path) -> None:
+    # As `rtcc run` does for a scenario file: a trace next to the base
+    # scenario is found although the working directory is elsewhere.
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    # Mahimahi: one 1500-byte delivery opportunity per line, at these ms.
+    (folder / "flat.trace").write_text("".join(f"{ms}\n" for ms in range(1, 11)))
+    scenario = tiny_scenario()
+    del scenario["link"][0]["rate"]
+    scenario["link"][0].update(trace="flat.trace", trace_format="mahimahi")
+    (folder / "base.toml").write_text(tomli_w.dumps(scenario))
+    grid = tmp_path / "grid.toml"
+    grid.write_text('base = "scenarios/base.toml"\n[grid]\n"link.0.delay" = ["10ms", "30ms"]\n')
+    assert not (Path.cwd() / "flat.trace").exists()
+    table = rtcc.sweep(grid, out=tmp_path / "out", progress=False)
+    assert table["status"].to_list() == ["ok"] * 4, table["error"].to_list()
