@@ -20,18 +20,22 @@ from rtcc._native import ScenarioError
 from rtcc._native import version as _native_version
 from rtcc._net import emulate, recv, send
 from rtcc.report import ReportError, report
+from rtcc.sweep import GridError, SweepStats, sweep
 
 __version__: str = _native_version()
 """Version of rtcc (the Rust crates and this package share it)."""
 
 __all__ = [
+    "GridError",
     "ReportError",
     "Result",
     "ScenarioError",
+    "SweepStats",
     "__version__",
     "emulate",
     "recv",
     "report",
     "run",
     "send",
+    "sweep",
 ]

@@ -76,9 +76,71 @@ def _build_parser() -> argparse.ArgumentParser:
         help="override the scenario's seed (0 <= N < 2**64)",
     )
     run.set_defaults(func=_cmd_run)
+    _add_sweep_command(commands)
     _add_net_commands(commands)
     _add_report_command(commands)
     return parser
+
+
+def _add_sweep_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    sweep = commands.add_parser(
+        "sweep",
+        help="run a scenario over a grid of parameters and seeds",
+        description="Run every point of a grid file (docs/sweeps.md) and collect one row per "
+        "run and flow in DIR/results.parquet. Runs already complete in DIR are reused.",
+    )
+    sweep.add_argument("grid", type=Path, metavar="GRID", help="grid TOML file")
+    sweep.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="directory for runs/<id>/, results.parquet and sweep.json (created if missing)",
+    )
+    sweep.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local worker processes (default) or Ray tasks",
+    )
+    sweep.add_argument(
+        "--jobs", type=_positive_int, metavar="N", help="parallel runs (default: all CPUs)"
+    )
+    sweep.add_argument(
+        "--address", metavar="ADDR", help="Ray cluster address (--backend ray; default: local)"
+    )
+    sweep.set_defaults(func=_cmd_sweep)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    # The module, not the function `rtcc.sweep` that shadows it as a package attribute.
+    from rtcc.sweep import _sweep
+
+    if args.address is not None and args.backend != "ray":
+        raise ScenarioError("--address needs --backend ray")
+    table, stats = _sweep(
+        args.grid, out=args.out, backend=args.backend, jobs=args.jobs, address=args.address
+    )
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console.print(
+        f"{stats.runs} runs: {stats.executed} executed, {stats.reused} reused, "
+        f"{stats.failed} failed, in {stats.wall_s:.1f} s"
+    )
+    failed = table.filter(table["status"] == "error")
+    for run_id, error in zip(failed["run_id"], failed["error"], strict=True):
+        console.print(f"run {run_id} failed: {error}", markup=False, highlight=False)
+    console.print(f"results in {Path(args.out) / 'results.parquet'}")
+    return 0
 
 
 def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
