@@ -67,10 +67,11 @@ test-python: develop lint-python
 	$(PY) -m mypy.stubtest rtcc._native
 	$(VENV)/bin/pytest
 
-bench:
+bench: develop
 	cargo build --release -p rtcc-bench
 	$(PYTHON) bench/bench.py scenarios/bench/dumbbell.toml scenarios/bench/dumbbell-8.toml scenarios/bench/heavy.toml
 	$(PYTHON) bench/bench.py --net
+	$(PY) bench/sweep_bench.py
 
 bench-ns3:
 	bash bench/ns3/compare.sh
