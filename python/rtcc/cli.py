@@ -79,7 +79,45 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_sweep_command(commands)
     _add_net_commands(commands)
     _add_report_command(commands)
+    _add_reproduce_command(commands)
     return parser
+
+
+def _add_reproduce_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    rep = commands.add_parser(
+        "reproduce",
+        help="run a paper's experiments and compare with its published numbers",
+        description="Run the experiments under scenarios/papers/PAPER/ (its paper.toml) and "
+        "write docs/results/PAPER.md: our numbers beside the published ones, figures, and "
+        "whether each claim holds here.",
+    )
+    rep.add_argument("paper", metavar="PAPER", help="a folder under scenarios/papers/, or a path")
+    rep.add_argument("--quick", action="store_true", help="the short variant (for tests)")
+    rep.add_argument("--out", type=Path, metavar="FILE", help="Markdown file to write")
+    rep.add_argument(
+        "--papers", type=Path, default=Path("scenarios/papers"), metavar="DIR", help="papers folder"
+    )
+    rep.set_defaults(func=_cmd_reproduce)
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from rtcc.reproduce import reproduce
+
+    md, results = reproduce(args.paper, quick=args.quick, out=args.out, papers_root=args.papers)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    table = Table(title=f"{args.paper}: claims", title_justify="left")
+    for header in ("claim", "ours", "published", "holds"):
+        table.add_column(header)
+    for r in results:
+        table.add_row(
+            r.claim.text,
+            _fmt(r.mean, "{:.4g}"),
+            _fmt(r.claim.published, "{:.4g}"),
+            {True: "yes", False: "no", None: "n/a"}[r.holds],
+        )
+    console.print(table)
+    console.print(f"written to {md}")
+    return 0
 
 
 def _add_sweep_command(commands: argparse._SubParsersAction[_Parser]) -> None:

@@ -1,0 +1,147 @@
+"""`rtcc reproduce` on a paper folder made for the test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from rtcc.reproduce import PaperError, metric_value, reproduce
+
+
+def make_paper(root: Path, claims: list[dict[str, object]]) -> Path:
+    folder = root / "toy"
+    folder.mkdir(parents=True)
+    scenario = {
+        "name": "toy",
+        "duration": "20s",
+        "link": [{"name": "bottleneck", "rate": "2Mbps", "delay": "20ms", "queue": "60KB"}],
+        "flow": [
+            {"name": "gcc", "kind": "media", "cc": "gcc"},
+            {"name": "fixed", "kind": "media", "cc": "fixed", "cc_config": {"bitrate": "200kbps"}},
+        ],
+    }
+    (folder / "toy.toml").write_text(tomli_w.dumps(scenario))
+    spec = {
+        "title": "A toy paper",
+        "source": "nowhere, a test",
+        "experiment": [
+            {
+                "id": "e1",
+                "scenario": "toy.toml",
+                "seeds": [1, 2],
+                "quick": {"duration": "5s", "seeds": [1]},
+            }
+        ],
+        "claim": claims,
+    }
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    return folder
+
+
+CLAIMS: list[dict[str, object]] = [
+    {
+        "id": "more",
+        "text": "GCC gets more goodput than a 200 kbps fixed flow",
+        "experiment": "e1",
+        "metric": "flow:gcc.goodput_kbps",
+        "unit": "kbps",
+        "check": {"op": ">", "metric": "flow:fixed.goodput_kbps"},
+    },
+    {
+        "id": "wrong",
+        "text": "GCC exceeds the link",
+        "experiment": "e1",
+        "metric": "flow:gcc.goodput_kbps",
+        "check": {"op": ">", "value": 2000.0},
+    },
+    {
+        "id": "near",
+        "text": "the fixed flow gets its rate",
+        "experiment": "e1",
+        "metric": "flow:fixed.goodput_kbps",
+        "published": 200.0,
+        "check": {"within": 0.25},
+    },
+]
+
+
+def test_claims_are_judged_and_written(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    md, results = reproduce(folder, out=tmp_path / "toy.md", runs_dir=tmp_path / "runs")
+    verdicts = {r.claim.id: r.holds for r in results}
+    assert verdicts == {"more": True, "wrong": False, "near": True}
+    assert all(len(r.values) == 2 for r in results), "two seeds"
+    text = md.read_text()
+    assert "2 of 3 claims hold here" in text
+    assert "| GCC exceeds the link |" in text
+    assert "**no**" in text
+    figs = list((tmp_path / "toy-figures" / "e1").glob("*.png"))
+    assert figs, "figures of the first seed"
+    assert f"]({figs[0].relative_to(tmp_path).as_posix()})" in text or "toy-figures/e1/" in text
+
+
+def test_quick_runs_the_short_variant(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    _, results = reproduce(folder, quick=True, out=tmp_path / "q.md", runs_dir=tmp_path / "runs")
+    assert all(len(r.values) == 1 for r in results)
+    summary = (tmp_path / "runs" / "quick" / "e1" / "seed-1" / "summary.json").read_text()
+    assert '"duration_s": 5.0' in summary
+
+
+def test_metric_paths() -> None:
+    summary = {
+        "flows": [{"name": "a", "frame_delay_ms": {"p95": 12.5}, "goodput_kbps": 3}],
+        "links": [{"name": "bottleneck", "drops": 4}],
+        "fairness": {"jain": 0.9},
+    }
+    assert metric_value(summary, "flow:a.frame_delay_ms.p95") == 12.5
+    assert metric_value(summary, "flow:a.goodput_kbps") == 3.0
+    assert metric_value(summary, "link:bottleneck.drops") == 4.0
+    assert metric_value(summary, "fairness.jain") == 0.9
+    assert metric_value(summary, "flow:b.goodput_kbps") is None
+    assert metric_value(summary, "flow:a.nothing") is None
+
+
+@pytest.mark.parametrize(
+    ("claim", "needle"),
+    [
+        ({"id": "x", "text": "t", "experiment": "e1", "metric": "m"}, "missing key `check`"),
+        (
+            {
+                "id": "x",
+                "text": "t",
+                "experiment": "e9",
+                "metric": "m",
+                "check": {"op": "<", "value": 1},
+            },
+            "no experiment `e9`",
+        ),
+        (
+            {"id": "x", "text": "t", "experiment": "e1", "metric": "m", "check": {"within": 0.1}},
+            "key `check`",
+        ),
+    ],
+)
+def test_bad_claims_name_the_entry_and_key(
+    tmp_path: Path, claim: dict[str, object], needle: str
+) -> None:
+    folder = make_paper(tmp_path, [claim])
+    with pytest.raises(PaperError, match="claim\\[0\\]") as err:
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    assert needle in str(err.value)
+
+
+def test_cli_unknown_paper_exits_2(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rtcc", "reproduce", "nopaper", "--papers", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "nopaper" in proc.stderr
