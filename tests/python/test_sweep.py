@@ -98,6 +98,17 @@ def test_local_and_ray_give_identical_tables(
     assert (tmp_path / "runs" / local["run_id"][0] / "timeseries.csv").is_file()
 
 
+def test_issue_grid_2x3x2_with_both_backends(ray_instance: None, tmp_path: Path) -> None:
+    """The done-when of issue 4: a 2 x 3 x 2-seed grid, local and Ray, one Parquet table."""
+    grid = Path(__file__).resolve().parents[2] / "scenarios" / "sweeps" / "cc-vs-loss.toml"
+    local = rtcc.sweep(grid, out=tmp_path / "local", progress=False)
+    remote = rtcc.sweep(grid, out=tmp_path / "ray", backend="ray", progress=False)
+    assert local.height == 12  # one media flow per run
+    assert local["status"].to_list() == ["ok"] * 12
+    assert remote.equals(local)
+    assert pl.read_parquet(tmp_path / "ray" / "results.parquet").equals(remote)
+
+
 def test_resumed_sweep_repeats_no_work(
     local_sweep: tuple[pl.DataFrame, Path], tmp_path: Path
 ) -> None:
