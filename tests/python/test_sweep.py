@@ -107,6 +107,8 @@ def test_issue_grid_2x3x2_with_both_backends(ray_instance: None, tmp_path: Path)
     assert local["status"].to_list() == ["ok"] * 12
     assert remote.equals(local)
     assert pl.read_parquet(tmp_path / "ray" / "results.parquet").equals(remote)
+    frame = local.to_pandas()
+    assert frame.shape == local.shape
 
 
 def test_resumed_sweep_repeats_no_work(
