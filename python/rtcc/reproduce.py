@@ -27,7 +27,9 @@ value is its mean over the experiment's seeds. ``check`` is one of:
 
 - ``{ op = "<" | "<=" | ">" | ">=", value = X }``: against a constant;
 - ``{ op = ..., metric = "..." , factor = 1.0 }``: against ``factor`` x another
-  metric of the same experiment (``factor`` defaults to 1);
+  metric (``factor`` defaults to 1), of the same experiment, or of another one
+  when prefixed with its id (``"gcc-alone:flow:gcc.goodput_kbps"``; papers
+  often run each algorithm alone on its own link);
 - ``{ within = 0.1 }``: ``|ours - published| ≤ 0.1 x |published|``.
 
 The report (``docs/results/<paper>.md`` by default) has a table per
@@ -168,7 +170,7 @@ def reproduce(
             result = run(_with_origin(scenario, scenario_path), seed=seed, out=run_dir)
             summaries[exp_id].append(result.summary)
             first_dirs.setdefault(exp_id, run_dir)
-    results = [_judge(c, summaries[c.experiment]) for c in claims]
+    results = [_judge(c, summaries) for c in claims]
     md_path = (
         Path(out)
         if out is not None
@@ -245,8 +247,17 @@ def _mean_of(summaries: Sequence[Mapping[str, Any]], metric: str) -> float | Non
     return sum(vals) / len(vals) if vals else None
 
 
-def _judge(claim: Claim, summaries: Sequence[Mapping[str, Any]]) -> ClaimResult:
+def _split_ref(metric: str, experiments: Mapping[str, Any], default: str) -> tuple[str, str]:
+    """``"<experiment>:<metric>"`` or a plain metric of ``default``."""
+    head, sep, rest = metric.partition(":")
+    if sep and head in experiments and head not in ("flow", "link"):
+        return head, rest
+    return default, metric
+
+
+def _judge(claim: Claim, all_summaries: Mapping[str, Sequence[Mapping[str, Any]]]) -> ClaimResult:
     res = ClaimResult(claim)
+    summaries = all_summaries[claim.experiment]
     res.values = [v for s in summaries if (v := metric_value(s, claim.metric)) is not None]
     ours = res.mean
     if ours is None:
@@ -262,7 +273,8 @@ def _judge(claim: Claim, summaries: Sequence[Mapping[str, Any]]) -> ClaimResult:
         return res
     op = str(check["op"])
     if "metric" in check:
-        other = _mean_of(summaries, str(check["metric"]))
+        exp, other_metric = _split_ref(str(check["metric"]), all_summaries, claim.experiment)
+        other = _mean_of(all_summaries[exp], other_metric)
         if other is None:
             res.why = f"metric `{check['metric']}` not in the runs' summaries"
             return res

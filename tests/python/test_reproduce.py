@@ -92,6 +92,27 @@ def test_quick_runs_the_short_variant(tmp_path: Path) -> None:
     assert '"duration_s": 5.0' in summary
 
 
+def test_checks_can_refer_to_another_experiment(tmp_path: Path) -> None:
+    folder = make_paper(
+        tmp_path,
+        [
+            {
+                "id": "cross",
+                "text": "the fixed flow alone gets less than GCC in e1",
+                "experiment": "alone",
+                "metric": "flow:fixed.goodput_kbps",
+                "check": {"op": "<", "metric": "e1:flow:gcc.goodput_kbps"},
+            }
+        ],
+    )
+    spec = (folder / "paper.toml").read_text()
+    spec += '\n[[experiment]]\nid = "alone"\nscenario = "toy.toml"\nseeds = [1]\n'
+    (folder / "paper.toml").write_text(spec)
+    _, results = reproduce(folder, quick=True, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    assert results[0].holds is True
+    assert "e1:flow:gcc.goodput_kbps" in results[0].why
+
+
 def test_metric_paths() -> None:
     summary = {
         "flows": [{"name": "a", "frame_delay_ms": {"p95": 12.5}, "goodput_kbps": 3}],
