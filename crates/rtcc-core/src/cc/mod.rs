@@ -116,6 +116,24 @@ impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
     pub const NAMES: &'static [&'static str] = &["gcc", "fixed"];
 
+    /// The default configuration of the built-in controller `name` (one of
+    /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
+    pub fn default_for(name: &str) -> Option<CcConfig> {
+        match name {
+            "gcc" => Some(CcConfig::Gcc(GccConfig::default())),
+            "fixed" => Some(CcConfig::Fixed(FixedConfig::default())),
+            _ => None,
+        }
+    }
+
+    /// The bounds `(min, max)` the controller's target bitrate stays within.
+    pub fn bitrate_bounds(&self) -> (Bitrate, Bitrate) {
+        match self {
+            CcConfig::Gcc(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::Fixed(c) => (c.bitrate, c.bitrate),
+        }
+    }
+
     /// Build the controller. `now` is the session start.
     pub fn build(&self, now: Instant) -> Controller {
         match self {
