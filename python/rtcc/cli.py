@@ -97,13 +97,18 @@ def _add_reproduce_command(commands: argparse._SubParsersAction[_Parser]) -> Non
     rep.add_argument(
         "--papers", type=Path, default=Path("scenarios/papers"), metavar="DIR", help="papers folder"
     )
+    rep.add_argument(
+        "--workers", type=int, metavar="N", help="runs at once (default: the number of CPUs)"
+    )
     rep.set_defaults(func=_cmd_reproduce)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from rtcc.reproduce import reproduce
 
-    md, results = reproduce(args.paper, quick=args.quick, out=args.out, papers_root=args.papers)
+    md, results = reproduce(
+        args.paper, quick=args.quick, out=args.out, papers_root=args.papers, workers=args.workers
+    )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     table = Table(title=f"{args.paper}: claims", title_justify="left")
     for header in ("claim", "ours", "published", "holds"):

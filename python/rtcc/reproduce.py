@@ -21,6 +21,23 @@ A paper lives in ``scenarios/papers/<paper>/`` as scenario files plus a
     unit = "ms"
     check = { op = "<", metric = "flow:gcc.frame_delay_ms.p95" }
 
+An experiment may run one scenario with several controllers and changed
+settings::
+
+    [[experiment]]
+    id = "fig19-loss-10"
+    scenario = "base.toml"
+    set = { "link.0.loss" = 0.1 }                  # dotted paths, as in sweeps
+    compare = ["camel", "gcc", "bbr"]              # the `cc` of the flow under test
+    flow = "media"                                 # that flow (default: the first media flow)
+    cc_config = { camel = { burst_max = "20KB" } } # per-controller [flow.cc_config]
+
+It expands into one experiment per controller, ``fig19-loss-10-camel``,
+``fig19-loss-10-gcc``, ..., which claims name like any other. The report gets a
+table comparing the controllers on the flow under test (media bitrate, frame
+delay, stall ratio, estimate accuracy) and one set of figures with a column per
+controller.
+
 A metric is ``flow:<name>.<key>[.<sub>]``, ``link:<name>.<key>[.<sub>]`` or a
 plain dotted path from the top of ``summary.json`` (``fairness.jain``). Our
 value is its mean over the experiment's seeds. ``check`` is one of:
@@ -40,17 +57,23 @@ of the first seed of each experiment.
 
 from __future__ import annotations
 
+import copy
 import math
 import operator
 import os
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rtcc._api import run
 from rtcc._native import ScenarioError
+from rtcc.sweep import GridError, _assign, _check_path
+
+if TYPE_CHECKING:
+    from rtcc.plot import FigureKind
 
 __all__ = ["Claim", "ClaimResult", "PaperError", "reproduce"]
 
@@ -121,6 +144,7 @@ def reproduce(
     out: str | os.PathLike[str] | None = None,
     runs_dir: str | os.PathLike[str] | None = None,
     papers_root: str | os.PathLike[str] = "scenarios/papers",
+    workers: int | None = None,
 ) -> tuple[Path, list[ClaimResult]]:
     """Run a paper's experiments and write its results page.
 
@@ -133,6 +157,9 @@ def reproduce(
         runs_dir: Where the runs' files go (default
             ``results/reproduce/<paper>``).
         papers_root: Folder holding the papers.
+        workers: Runs simulated at once (default: the number of CPUs). The
+            simulator releases the GIL, so these are threads; results do not
+            depend on the number.
 
     Returns:
         The Markdown path and every claim's result.
@@ -152,24 +179,22 @@ def reproduce(
     except tomllib.TOMLDecodeError as e:
         raise PaperError(f"{spec_path}: {e}") from None
     name = folder.name
-    experiments = _experiments(spec, spec_path)
+    experiments = _experiments(spec, spec_path, quick)
     claims = _claims(spec, spec_path, set(experiments))
     runs_root = Path(runs_dir) if runs_dir is not None else Path("results/reproduce") / name
-    summaries: dict[str, list[dict[str, Any]]] = {}
-    first_dirs: dict[str, Path] = {}
+    jobs: list[tuple[str, int, dict[str, Any], Path]] = []
     for exp_id, exp in experiments.items():
-        scenario_path = folder / str(exp["scenario"])
-        variant = exp.get("quick", {}) if quick else {}
-        seeds = [int(s) for s in variant.get("seeds", exp.get("seeds", [1]))]
-        scenario = tomllib.loads(scenario_path.read_text())
-        if "duration" in variant:
-            scenario["duration"] = variant["duration"]
-        summaries[exp_id] = []
-        for seed in seeds:
+        for seed in exp.seeds:
             run_dir = runs_root / ("quick" if quick else "full") / exp_id / f"seed-{seed}"
-            result = run(_with_origin(scenario, scenario_path), seed=seed, out=run_dir)
-            summaries[exp_id].append(result.summary)
-            first_dirs.setdefault(exp_id, run_dir)
+            jobs.append((exp_id, seed, exp.scenario, run_dir))
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
+        done = list(pool.map(lambda j: run(j[2], seed=j[1], out=j[3]).summary, jobs))
+    summaries: dict[str, list[dict[str, Any]]] = {e: [] for e in experiments}
+    first_dirs: dict[str, Path] = {}
+    for (exp_id, _, _, run_dir), summary in zip(jobs, done, strict=True):
+        summaries[exp_id].append(summary)
+        first_dirs.setdefault(exp_id, run_dir)
     results = [_judge(c, summaries) for c in claims]
     md_path = (
         Path(out)
@@ -177,33 +202,104 @@ def reproduce(
         else (runs_root / f"{name}-quick.md" if quick else Path("docs/results") / f"{name}.md")
     )
     md_path.parent.mkdir(parents=True, exist_ok=True)
-    figures = _figures(first_dirs, md_path.parent / f"{name}-figures")
-    md_path.write_text(_markdown(spec, name, quick, experiments, results, figures, md_path.parent))
+    figures = _figures(experiments, first_dirs, md_path.parent / f"{name}-figures")
+    md_path.write_text(
+        _markdown(spec, name, quick, experiments, summaries, results, figures, md_path.parent)
+    )
     return md_path, results
+
+
+@dataclass
+class _Experiment:
+    """One experiment as run: a scenario (settings applied) and its seeds."""
+
+    scenario_file: str
+    scenario: dict[str, Any]
+    seeds: list[int]
+    group: str
+    cc: str | None = None
+    flow: str | None = None
 
 
 def _with_origin(scenario: dict[str, Any], path: Path) -> dict[str, Any]:
     """Relative trace paths in a paper's scenario are relative to its folder."""
-    for link in scenario.get("link", []):
-        trace = link.get("trace")
+
+    def resolve(table: dict[str, Any]) -> None:
+        trace = table.get("trace")
         if isinstance(trace, str) and not Path(trace).is_absolute():
             candidate = path.parent / trace
             if candidate.exists():
-                link["trace"] = str(candidate)
+                table["trace"] = str(candidate)
+
+    for link in scenario.get("link", []):
+        resolve(link)
+    for flow in scenario.get("flow", []):
+        if isinstance(flow.get("encoder"), dict):
+            resolve(flow["encoder"])
     return scenario
 
 
-def _experiments(spec: Mapping[str, Any], path: Path) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, Any]] = {}
+def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, _Experiment]:
+    out: dict[str, _Experiment] = {}
     for i, exp in enumerate(spec.get("experiment", [])):
         where = f"{path}: experiment[{i}]"
         if "id" not in exp or "scenario" not in exp:
             raise PaperError(f"{where}: needs `id` and `scenario`")
-        if not (path.parent / str(exp["scenario"])).is_file():
-            raise PaperError(
-                f"{where}: key `scenario`: no file {path.parent / str(exp['scenario'])}"
+        scenario_path = path.parent / str(exp["scenario"])
+        if not scenario_path.is_file():
+            raise PaperError(f"{where}: key `scenario`: no file {scenario_path}")
+        try:
+            base = tomllib.loads(scenario_path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise PaperError(f"{scenario_path}: {e}") from None
+        variant = exp.get("quick", {}) if quick else {}
+        seeds = [int(s) for s in variant.get("seeds", exp.get("seeds", [1]))]
+        if "duration" in variant:
+            base["duration"] = variant["duration"]
+        settings = exp.get("set", {})
+        if not isinstance(settings, Mapping):
+            raise PaperError(f"{where}: key `set`: expected a table of dotted paths")
+        for key, value in settings.items():
+            try:
+                _check_path(base, str(key), f"{where}: key `set`")
+                _assign(base, str(key), value, f"{where}: key `set`")
+            except GridError as e:
+                raise PaperError(str(e)) from None
+        base = _with_origin(base, scenario_path)
+        exp_id = str(exp["id"])
+        compare = exp.get("compare")
+        if compare is None:
+            out[exp_id] = _Experiment(str(exp["scenario"]), base, seeds, exp_id)
+            continue
+        if not isinstance(compare, list) or not compare:
+            raise PaperError(f"{where}: key `compare`: expected a non-empty list of controllers")
+        flows = base.get("flow", [])
+        wanted = exp.get("flow")
+        index = next(
+            (
+                k
+                for k, f in enumerate(flows)
+                if (f.get("name") == wanted if wanted is not None else f.get("kind") == "media")
+            ),
+            None,
+        )
+        if index is None:
+            what = f"no flow named `{wanted}`" if wanted is not None else "no media flow"
+            raise PaperError(f"{where}: key `flow`: {scenario_path} has {what}")
+        per_cc = exp.get("cc_config", {})
+        for cc in compare:
+            scenario = copy.deepcopy(base)
+            flow = scenario["flow"][index]
+            if flow.get("cc") != cc:
+                flow.pop("cc_config", None)
+            flow["cc"] = str(cc)
+            # Figures label their columns with the scenario name.
+            scenario["name"] = f"{exp_id}-{cc}"
+            if cc in per_cc:
+                flow["cc_config"] = dict(per_cc[cc])
+            out[f"{exp_id}-{cc}"] = _Experiment(
+                str(exp["scenario"]), scenario, seeds, exp_id, str(cc), str(flow.get("name"))
             )
-        out[str(exp["id"])] = exp
     if not out:
         raise PaperError(f"{path}: no [[experiment]]")
     return out
@@ -289,15 +385,35 @@ def _judge(claim: Claim, all_summaries: Mapping[str, Sequence[Mapping[str, Any]]
     return res
 
 
-def _figures(first_dirs: Mapping[str, Path], out_dir: Path) -> dict[str, list[Path]]:
-    """Report figures (PNG) of each experiment's first seed."""
+# Figures of a compared experiment: a column per controller, so only the two
+# kinds the paper's figures show, at a resolution that keeps the page light.
+_GROUP_KINDS: tuple[FigureKind, ...] = ("rate", "delay")
+_GROUP_DPI = 80
+
+
+def _figures(
+    experiments: Mapping[str, _Experiment], first_dirs: Mapping[str, Path], out_dir: Path
+) -> dict[str, list[Path]]:
+    """Report figures (PNG) of each experiment's (or group's) first seed."""
     from rtcc import plot
     from rtcc.report import load_run
 
+    groups: dict[str, list[str]] = {}
+    for exp_id, exp in experiments.items():
+        groups.setdefault(exp.group, []).append(exp_id)
     figures: dict[str, list[Path]] = {}
-    for exp_id, run_dir in first_dirs.items():
-        paths = plot.save_figures([load_run(run_dir)], out_dir / exp_id)
-        figures[exp_id] = [p for p in paths if p.suffix == ".png"]
+    for group, ids in groups.items():
+        if len(ids) == 1 and experiments[ids[0]].cc is None:
+            paths = plot.save_figures([load_run(first_dirs[ids[0]])], out_dir / group)
+            figures[group] = [p for p in paths if p.suffix == ".png"]
+            continue
+        results = [load_run(first_dirs[i]) for i in ids]
+        (out_dir / group).mkdir(parents=True, exist_ok=True)
+        figures[group] = []
+        for kind in _GROUP_KINDS:
+            path = out_dir / group / f"{kind}.png"
+            plot.figure(kind, results).savefig(path, dpi=_GROUP_DPI)
+            figures[group].append(path)
     return figures
 
 
@@ -305,11 +421,44 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.4g}"
 
 
+# The comparison table of a compared experiment: (header, metric key, format).
+_COMPARE_COLUMNS = (
+    ("media bitrate (kbps)", "media_bitrate_kbps", "{:.0f}"),
+    ("frame delay mean (ms)", "frame_delay_ms.mean", "{:.0f}"),
+    ("frame delay p95 (ms)", "frame_delay_ms.p95", "{:.0f}"),
+    ("stall ratio", "stall_ratio", "{:.2%}"),
+    ("estimate accuracy", "bw_estimate_accuracy", "{:.1%}"),
+    ("loss", "loss_rate", "{:.1%}"),
+)
+
+
+def _compare_table(
+    ids: Sequence[str],
+    experiments: Mapping[str, _Experiment],
+    summaries: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> list[str]:
+    flow = experiments[ids[0]].flow
+    lines = [
+        f"Flow `{flow}`, mean over {len(experiments[ids[0]].seeds)} seed(s):",
+        "",
+        "| controller | " + " | ".join(h for h, _, _ in _COMPARE_COLUMNS) + " |",
+        "|---|" + "---|" * len(_COMPARE_COLUMNS),
+    ]
+    for exp_id in ids:
+        cells = []
+        for _, key, fmt in _COMPARE_COLUMNS:
+            v = _mean_of(summaries[exp_id], f"flow:{flow}.{key}")
+            cells.append("—" if v is None else fmt.format(v))
+        lines.append(f"| {experiments[exp_id].cc} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _markdown(
     spec: Mapping[str, Any],
     name: str,
     quick: bool,
-    experiments: Mapping[str, Mapping[str, Any]],
+    experiments: Mapping[str, _Experiment],
+    summaries: Mapping[str, Sequence[Mapping[str, Any]]],
     results: Sequence[ClaimResult],
     figures: Mapping[str, Sequence[Path]],
     base: Path,
@@ -329,15 +478,21 @@ def _markdown(
     ]
     held = sum(1 for r in results if r.holds)
     lines += [f"**{held} of {len(results)} claims hold here.**", ""]
+    groups: dict[str, list[str]] = {}
     for exp_id, exp in experiments.items():
-        lines += [f"## {exp_id}", "", f"Scenario `{exp['scenario']}`.", ""]
-        lines += [
-            "| claim | ours (mean; min-max over seeds) | published | holds here? | check |",
-            "|---|---|---|---|---|",
-        ]
-        for r in results:
-            if r.claim.experiment != exp_id:
-                continue
+        groups.setdefault(exp.group, []).append(exp_id)
+    for group, ids in groups.items():
+        exp = experiments[ids[0]]
+        lines += [f"## {group}", "", f"Scenario `{exp.scenario_file}`.", ""]
+        if exp.cc is not None:
+            lines += _compare_table(ids, experiments, summaries)
+        group_results = [r for r in results if r.claim.experiment in ids]
+        if group_results:
+            lines += [
+                "| claim | ours (mean; min-max over seeds) | published | holds here? | check |",
+                "|---|---|---|---|---|",
+            ]
+        for r in group_results:
             unit = f" {r.claim.unit}" if r.claim.unit else ""
             spread = f"; {min(r.values):.4g}-{max(r.values):.4g}" if len(r.values) > 1 else ""
             verdict = {True: "yes", False: "**no**", None: "n/a"}[r.holds]
@@ -347,8 +502,8 @@ def _markdown(
                 f"{verdict} | {r.why} |"
             )
         lines.append("")
-        for p in figures.get(exp_id, []):
+        for p in figures.get(group, []):
             rel = os.path.relpath(p, base)
-            lines.append(f"![{exp_id} {p.stem}]({rel})")
+            lines.append(f"![{group} {p.stem}]({rel})")
         lines.append("")
     return "\n".join(lines)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,78 @@ def test_cli_unknown_paper_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "nopaper" in proc.stderr
+
+
+def test_compare_expands_per_controller_with_settings(tmp_path: Path) -> None:
+    folder = tmp_path / "cmp"
+    folder.mkdir()
+    scenario = {
+        "duration": "8s",
+        "link": [{"name": "bottleneck", "rate": "4Mbps", "delay": "20ms", "queue": "60KB"}],
+        "flow": [{"name": "media", "kind": "media", "cc": "gcc"}],
+    }
+    (folder / "base.toml").write_text(tomli_w.dumps(scenario))
+    spec = {
+        "title": "compare",
+        "experiment": [
+            {
+                "id": "e",
+                "scenario": "base.toml",
+                "set": {"link.0.rate": "1Mbps"},
+                "compare": ["gcc", "fixed"],
+                "cc_config": {"fixed": {"bitrate": "200kbps"}},
+            }
+        ],
+        "claim": [
+            {
+                "id": "fixed-rate",
+                "text": "the fixed variant sends its configured 200 kbps",
+                "experiment": "e-fixed",
+                "metric": "flow:media.goodput_kbps",
+                "check": {"op": "<", "value": 260.0},
+            },
+            {
+                "id": "gcc-more",
+                "text": "GCC gets more than the fixed variant",
+                "experiment": "e-gcc",
+                "metric": "flow:media.goodput_kbps",
+                "check": {"op": ">", "metric": "e-fixed:flow:media.goodput_kbps"},
+            },
+            {
+                "id": "link-set",
+                "text": "the `set` rate caps GCC below 1 Mbps",
+                "experiment": "e-gcc",
+                "metric": "flow:media.goodput_kbps",
+                "check": {"op": "<", "value": 1000.0},
+            },
+        ],
+    }
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    md, results = reproduce(folder, out=tmp_path / "cmp.md", runs_dir=tmp_path / "runs", workers=2)
+    assert {r.claim.id: r.holds for r in results} == {
+        "fixed-rate": True,
+        "gcc-more": True,
+        "link-set": True,
+    }
+    text = md.read_text()
+    assert "| controller | media bitrate (kbps)" in text
+    assert "| gcc |" in text
+    assert "| fixed |" in text
+    assert (tmp_path / "cmp-figures" / "e" / "rate.png").is_file()
+    assert (tmp_path / "runs" / "full" / "e-fixed" / "seed-1" / "summary.json").is_file()
+
+
+def test_compare_errors_name_the_entry(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    spec = tomllib.loads((folder / "paper.toml").read_text())
+    spec["experiment"][0]["compare"] = ["gcc"]
+    spec["experiment"][0]["flow"] = "nope"
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"experiment\[0\]: key `flow`: .*no flow named `nope`"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    spec["experiment"][0].pop("flow")
+    spec["experiment"][0].pop("compare")
+    spec["experiment"][0]["set"] = {"flow.7.cc": "gcc"}
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"key `set`.*index 7 out of range"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
