@@ -196,6 +196,11 @@ pub(crate) struct Flow {
     pub(crate) frame_delay: DelayHistogram,
     pub(crate) accuracy_sum: f64,
     pub(crate) accuracy_n: u64,
+    /// Sum of the target bitrate (bit/s) over the accuracy samples.
+    pub(crate) target_sum: f64,
+    /// Per controller state (`Estimate::state`), the samples spent in it, in
+    /// order of first appearance (a handful of states: a linear scan).
+    pub(crate) states: Vec<(&'static str, u64)>,
     /// Counters at the previous sample, for per-interval rates.
     prev: FlowCounters,
     pub(crate) media: Option<MediaOutcome>,
@@ -442,6 +447,8 @@ impl World {
                 frame_delay: DelayHistogram::new(),
                 accuracy_sum: 0.0,
                 accuracy_n: 0,
+                target_sum: 0.0,
+                states: Vec::new(),
                 prev: FlowCounters::default(),
                 media: None,
                 rng_seed: seed,
@@ -1330,11 +1337,12 @@ impl World {
             let send = rate(f.counters.bytes_sent - f.prev.bytes_sent);
             let goodput = rate(f.counters.goodput_bytes - f.prev.goodput_bytes);
             f.prev = f.counters.clone();
-            let (target, est, cwnd, srtt): (
+            let (target, est, cwnd, srtt, state): (
                 Option<Bitrate>,
                 Option<Bitrate>,
                 Option<Bytes>,
                 Option<Duration>,
+                Option<&'static str>,
             ) = match &f.sender {
                 SenderEp::Media(s) => {
                     let cc = s.controller();
@@ -1344,18 +1352,28 @@ impl World {
                         e.bandwidth,
                         cc.send_budget().cwnd,
                         e.rtt,
+                        Some(e.state),
                     )
                 }
-                SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt()),
-                SenderEp::Cbr { .. } => (None, None, None, None),
-                SenderEp::Idle => (None, None, None, None),
+                SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt(), None),
+                SenderEp::Cbr { .. } => (None, None, None, None, None),
+                SenderEp::Idle => (None, None, None, None, None),
             };
-            // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active.
+            // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active;
+            // the mean target and the time in each controller state over the
+            // same samples.
             if let (Some(t), true) = (target, now <= f.stop) {
                 if !capacity.is_zero() {
                     let c = capacity.as_bps_f64();
                     f.accuracy_sum += 1.0 - (t.as_bps_f64() - c).abs() / c;
                     f.accuracy_n += 1;
+                    f.target_sum += t.as_bps_f64();
+                    if let Some(st) = state {
+                        match f.states.iter_mut().find(|(n, _)| *n == st) {
+                            Some((_, k)) => *k += 1,
+                            None => f.states.push((st, 1)),
+                        }
+                    }
                 }
             }
             let Some(w) = &mut self.sinks.timeseries else {

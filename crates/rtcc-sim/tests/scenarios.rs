@@ -243,3 +243,31 @@ start = "5s"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The summary's mean target is the mean of timeseries.csv's target column, and
+/// the controller-state shares cover every sample once.
+#[test]
+fn summary_mean_target_and_state_shares_match_the_samples() {
+    let sc = load("scenarios/tests/gcc-1mbps.toml");
+    let dir = tmp("target-mean");
+    let summary = run_to(&sc, 1, &dir);
+    let flow = &summary["flows"][0];
+    let targets = column(&dir, "gcc", "target_kbps");
+    let mean = targets.iter().map(|(_, v)| v).sum::<f64>() / targets.len() as f64;
+    let reported = flow["target_kbps_mean"].as_f64().expect("target_kbps_mean");
+    assert!(
+        (reported - mean).abs() < 0.01 * mean,
+        "summary mean target {reported} vs timeseries mean {mean}"
+    );
+    let states = flow["cc_states"].as_object().expect("cc_states");
+    let total: f64 = states.values().filter_map(|v| v.as_f64()).sum();
+    assert!(
+        (total - 1.0).abs() < 0.01,
+        "state shares sum to {total}: {states:?}"
+    );
+    assert!(
+        states.contains_key("increase"),
+        "GCC reports `increase`: {states:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
