@@ -110,6 +110,16 @@ enum ReceiverEp {
     Cbr,
 }
 
+/// What a flow's sender shows at a sample: target, bandwidth estimate, cwnd,
+/// smoothed RTT and controller state (each where the flow kind has one).
+type SenderSample = (
+    Option<Bitrate>,
+    Option<Bitrate>,
+    Option<Bytes>,
+    Option<Duration>,
+    Option<&'static str>,
+);
+
 /// A media flow's parts: what the simulator builds its endpoints from, and
 /// what the real transport (rtcc-net) builds its sessions from, so that one
 /// scenario flow runs the same in both.
@@ -1337,13 +1347,7 @@ impl World {
             let send = rate(f.counters.bytes_sent - f.prev.bytes_sent);
             let goodput = rate(f.counters.goodput_bytes - f.prev.goodput_bytes);
             f.prev = f.counters.clone();
-            let (target, est, cwnd, srtt, state): (
-                Option<Bitrate>,
-                Option<Bitrate>,
-                Option<Bytes>,
-                Option<Duration>,
-                Option<&'static str>,
-            ) = match &f.sender {
+            let (target, est, cwnd, srtt, state): SenderSample = match &f.sender {
                 SenderEp::Media(s) => {
                     let cc = s.controller();
                     let e = cc.estimate();
