@@ -222,14 +222,21 @@ class _Experiment:
 
 
 def _with_origin(scenario: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Relative trace paths in a paper's scenario are relative to its folder."""
+    """Resolve relative trace paths as the simulator does for a scenario file.
+
+    A path is looked up from the working directory, then from the scenario's
+    folder and each folder above it (docs/scenarios.md).
+    """
 
     def resolve(table: dict[str, Any]) -> None:
         trace = table.get("trace")
-        if isinstance(trace, str) and not Path(trace).is_absolute():
-            candidate = path.parent / trace
+        if not isinstance(trace, str) or Path(trace).is_absolute() or Path(trace).exists():
+            return
+        for folder in [path.parent, *path.parent.parents]:
+            candidate = folder / trace
             if candidate.exists():
                 table["trace"] = str(candidate)
+                return
 
     for link in scenario.get("link", []):
         resolve(link)
