@@ -5,6 +5,7 @@ A paper lives in ``scenarios/papers/<paper>/`` as scenario files plus a
 
     title = "Camel: frame-level congestion control for live streaming"
     source = "papers/camel.txt §5.2, Fig. 7"   # where the published numbers are
+    intro = "How the set-up differs from the paper's ..."   # Markdown, optional
 
     [[experiment]]
     id = "fig7"
@@ -19,6 +20,7 @@ A paper lives in ``scenarios/papers/<paper>/`` as scenario files plus a
     metric = "flow:camel.frame_delay_ms.p95"   # a number in summary.json, below
     published = 120.0                          # the paper's value (optional)
     unit = "ms"
+    note = "why it differs here"               # printed under the table (optional)
     check = { op = "<", metric = "flow:gcc.frame_delay_ms.p95" }
 
 An experiment may run one scenario with several controllers and changed
@@ -100,6 +102,7 @@ class Claim:
     check: Mapping[str, Any]
     published: float | None = None
     unit: str = ""
+    note: str = ""
 
 
 @dataclass
@@ -340,6 +343,7 @@ def _claims(spec: Mapping[str, Any], path: Path, experiments: set[str]) -> list[
                 check=check,
                 published=None if c.get("published") is None else float(c["published"]),
                 unit=str(c.get("unit", "")),
+                note=str(c.get("note", "")).strip(),
             )
         )
     return claims
@@ -485,6 +489,9 @@ def _markdown(
     ]
     held = sum(1 for r in results if r.holds)
     lines += [f"**{held} of {len(results)} claims hold here.**", ""]
+    intro = str(spec.get("intro", "")).strip()
+    if intro:
+        lines += [intro, ""]
     groups: dict[str, list[str]] = {}
     for exp_id, exp in experiments.items():
         groups.setdefault(exp.group, []).append(exp_id)
@@ -509,6 +516,11 @@ def _markdown(
                 f"{verdict} | {r.why} |"
             )
         lines.append("")
+        for r in group_results:
+            if r.claim.note:
+                lines += [f"- `{r.claim.id}`: {r.claim.note}"]
+        if any(r.claim.note for r in group_results):
+            lines.append("")
         for p in figures.get(group, []):
             rel = os.path.relpath(p, base)
             lines.append(f"![{group} {p.stem}]({rel})")

@@ -210,8 +210,10 @@ def test_compare_expands_per_controller_with_settings(tmp_path: Path) -> None:
                 "experiment": "e-gcc",
                 "metric": "flow:media.goodput_kbps",
                 "check": {"op": "<", "value": 1000.0},
+                "note": "the link is 1 Mbps here",
             },
         ],
+        "intro": "Set-up differences go here.",
     }
     (folder / "paper.toml").write_text(tomli_w.dumps(spec))
     md, results = reproduce(folder, out=tmp_path / "cmp.md", runs_dir=tmp_path / "runs", workers=2)
@@ -224,6 +226,8 @@ def test_compare_expands_per_controller_with_settings(tmp_path: Path) -> None:
     assert "| controller | media bitrate (kbps)" in text
     assert "| gcc |" in text
     assert "| fixed |" in text
+    assert "Set-up differences go here." in text
+    assert "- `link-set`: the link is 1 Mbps here" in text
     assert (tmp_path / "cmp-figures" / "e" / "rate.png").is_file()
     assert (tmp_path / "runs" / "full" / "e-fixed" / "seed-1" / "summary.json").is_file()
 
