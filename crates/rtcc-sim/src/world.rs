@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig};
+use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig, PudicaConfig, SqpConfig};
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
     EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
@@ -1494,6 +1494,29 @@ fn cc_config(
         }
         Ok(())
     };
+    let get_num = |t: &toml::Table, k: &str, lo: f64, hi: f64| -> Result<Option<f64>, String> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_float()
+                .or_else(|| v.as_integer().map(|i| i as f64))
+                .filter(|x| (lo..=hi).contains(x))
+                .map(Some)
+                .ok_or_else(|| format!("`{k}`: expected a number in [{lo}, {hi}], got {v}")),
+        }
+    };
+    let get_duration = |t: &toml::Table, k: &str| -> Result<Option<Duration>, String> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => s
+                .parse::<Duration>()
+                .map(Some)
+                .map_err(|e| format!("`{k}`: {e}")),
+            Some(v) => Err(format!(
+                "`{k}`: expected a duration string such as \"20ms\", got {v}"
+            )),
+        }
+    };
     let empty = toml::Table::new();
     let t = table.unwrap_or(&empty);
     match name {
@@ -1533,6 +1556,124 @@ fn cc_config(
                     .ok_or_else(|| format!("`pacing_factor`: expected a number ≥ 1, got {v}"))?;
             }
             Ok(CcConfig::Fixed(c))
+        }
+        "sqp" => {
+            check_keys(
+                t,
+                &[
+                    "start_bitrate",
+                    "min_bitrate",
+                    "max_bitrate",
+                    "pacing_multiplier",
+                    "target_multiplier",
+                    "sample_gain",
+                    "min_owd_window",
+                    "queue_drain_time",
+                    "queue_deadband",
+                    "min_recovery_factor",
+                ],
+            )?;
+            let mut c = SqpConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..SqpConfig::default()
+            };
+            if let Some(r) = get_rate(t, "start_bitrate")? {
+                c.start_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "min_bitrate")? {
+                c.min_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "max_bitrate")? {
+                c.max_bitrate = r;
+            }
+            if let Some(x) = get_num(t, "pacing_multiplier", 1.0, 20.0)? {
+                c.pacing_multiplier = x;
+            }
+            if let Some(x) = get_num(t, "target_multiplier", 0.01, 1.0)? {
+                c.target_multiplier = x;
+            }
+            if let Some(x) = get_num(t, "sample_gain", 0.001, 1.0)? {
+                c.sample_gain = x;
+            }
+            if let Some(x) = get_num(t, "min_recovery_factor", 0.0, 1.0)? {
+                c.min_recovery_factor = x;
+            }
+            if let Some(d) = get_duration(t, "min_owd_window")? {
+                c.min_owd_window = d;
+            }
+            if let Some(d) = get_duration(t, "queue_drain_time")? {
+                c.queue_drain_time = d;
+            }
+            if let Some(d) = get_duration(t, "queue_deadband")? {
+                c.queue_deadband = d;
+            }
+            Ok(CcConfig::Sqp(c))
+        }
+        "pudica" => {
+            check_keys(
+                t,
+                &[
+                    "start_bitrate",
+                    "min_bitrate",
+                    "max_bitrate",
+                    "pacing_multiplier",
+                    "bur_ceiling",
+                    "sample_gain",
+                    "max_increase",
+                    "decrease_factor",
+                    "queue_low",
+                    "queue_high",
+                    "min_owd_window",
+                ],
+            )?;
+            let mut c = PudicaConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..PudicaConfig::default()
+            };
+            if let Some(r) = get_rate(t, "start_bitrate")? {
+                c.start_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "min_bitrate")? {
+                c.min_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "max_bitrate")? {
+                c.max_bitrate = r;
+            }
+            if let Some(x) = get_num(t, "pacing_multiplier", 1.0, 20.0)? {
+                c.pacing_multiplier = x;
+            }
+            if let Some(x) = get_num(t, "bur_ceiling", 0.01, 1.0)? {
+                c.bur_ceiling = x;
+            }
+            if let Some(x) = get_num(t, "sample_gain", 0.001, 1.0)? {
+                c.sample_gain = x;
+            }
+            if let Some(x) = get_num(t, "max_increase", 1.0, 10.0)? {
+                c.max_increase = x;
+            }
+            if let Some(x) = get_num(t, "decrease_factor", 0.01, 1.0)? {
+                c.decrease_factor = x;
+            }
+            if let Some(d) = get_duration(t, "queue_low")? {
+                c.queue_low = d;
+            }
+            if let Some(d) = get_duration(t, "queue_high")? {
+                c.queue_high = d;
+            }
+            if let Some(d) = get_duration(t, "min_owd_window")? {
+                c.min_owd_window = d;
+            }
+            if c.queue_high < c.queue_low {
+                return Err(format!(
+                    "`queue_high` ({}) must not be below `queue_low` ({})",
+                    c.queue_high, c.queue_low
+                ));
+            }
+            Ok(CcConfig::Pudica(c))
         }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }

@@ -6,6 +6,8 @@
 
 pub mod fixed;
 pub mod gcc;
+pub mod pudica;
+pub mod sqp;
 
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
@@ -14,6 +16,8 @@ use crate::units::{Bitrate, Bytes};
 
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
+pub use pudica::{Pudica, PudicaConfig};
+pub use sqp::{Sqp, SqpConfig};
 
 /// How the sender may emit packets right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,11 +114,15 @@ pub enum CcConfig {
     Gcc(GccConfig),
     /// Constant target, for tests.
     Fixed(FixedConfig),
+    /// SQP (approximation; frame-coupled paced trains, OWD queue recovery).
+    Sqp(SqpConfig),
+    /// Pudica (approximation; bandwidth-utilisation ceiling, near-zero queuing).
+    Pudica(PudicaConfig),
 }
 
 impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
-    pub const NAMES: &'static [&'static str] = &["gcc", "fixed"];
+    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "sqp", "pudica"];
 
     /// The default configuration of the built-in controller `name` (one of
     /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
@@ -122,6 +130,8 @@ impl CcConfig {
         match name {
             "gcc" => Some(CcConfig::Gcc(GccConfig::default())),
             "fixed" => Some(CcConfig::Fixed(FixedConfig::default())),
+            "sqp" => Some(CcConfig::Sqp(SqpConfig::default())),
+            "pudica" => Some(CcConfig::Pudica(PudicaConfig::default())),
             _ => None,
         }
     }
@@ -131,6 +141,8 @@ impl CcConfig {
         match self {
             CcConfig::Gcc(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Fixed(c) => (c.bitrate, c.bitrate),
+            CcConfig::Sqp(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::Pudica(c) => (c.min_bitrate, c.max_bitrate),
         }
     }
 
@@ -139,6 +151,8 @@ impl CcConfig {
         match self {
             CcConfig::Gcc(c) => Controller::Gcc(Box::new(Gcc::new(now, c.clone()))),
             CcConfig::Fixed(c) => Controller::Fixed(Fixed::new(c.clone())),
+            CcConfig::Sqp(c) => Controller::Sqp(Box::new(Sqp::new(now, c.clone()))),
+            CcConfig::Pudica(c) => Controller::Pudica(Box::new(Pudica::new(now, c.clone()))),
         }
     }
 }
@@ -151,6 +165,10 @@ pub enum Controller {
     Gcc(Box<Gcc>),
     /// Constant target.
     Fixed(Fixed),
+    /// SQP (approximation).
+    Sqp(Box<Sqp>),
+    /// Pudica (approximation).
+    Pudica(Box<Pudica>),
 }
 
 macro_rules! dispatch {
@@ -158,6 +176,8 @@ macro_rules! dispatch {
         match $self {
             Controller::Gcc($c) => $e,
             Controller::Fixed($c) => $e,
+            Controller::Sqp($c) => $e,
+            Controller::Pudica($c) => $e,
         }
     };
 }
