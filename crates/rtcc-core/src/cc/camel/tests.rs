@@ -1,0 +1,1 @@
+//! Whole-controller tests of Camel through the trait.
