@@ -285,6 +285,8 @@ mod tests {
             p.on_frame_at_head(t, f);
             t = *drain(&mut p, t, 6, 1200).last().unwrap();
         }
+        // Frame 31's first packet goes once the 216 000 B are paid for.
+        p.on_frame_at_head(t, 30);
         assert_eq!(p.next_send_time(t), Instant::from_millis(1800));
     }
 
