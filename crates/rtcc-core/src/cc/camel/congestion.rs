@@ -107,8 +107,13 @@ impl CongestionDetector {
         self.gradient = None;
     }
 
-    /// Adds a frame-delay sample (I10: x = in flight before the frame).
+    /// Adds a frame-delay sample (I10: x = in flight before the frame). A
+    /// frame sent before the last decision is stale evidence (I12) and is
+    /// not used.
     pub fn on_sample(&mut self, send_time: Instant, in_flight: Bytes, delay: Duration) {
+        if self.last_decision.is_some_and(|t| send_time < t) {
+            return;
+        }
         self.samples
             .push_back((send_time, in_flight.as_f64(), delay.as_secs_f64()));
     }
@@ -149,6 +154,9 @@ impl CongestionDetector {
         let g = s * bw_avg.as_bps_f64() / 8.0;
         self.gradient = Some(g);
         self.last_decision = Some(now);
+        // I12: the next decision rests on frames sent after this one only, so
+        // one episode of congestion is not multiplied into many cuts.
+        self.samples.clear();
         if g > self.cfg.gradient_threshold {
             // §4.2, eq. 5: γ ← 0.95 · γ on congestion.
             self.gamma *= self.cfg.gamma_decrease;
@@ -313,18 +321,22 @@ mod tests {
             d.detect(Instant::from_millis(900), bw, round),
             Decision::Congested
         );
+        feed(&mut d, 900, |k| {
+            let x = (k % 10) * 1000 + 6000;
+            (x, eq4(x as f64))
+        });
         assert_eq!(
-            d.detect(Instant::from_millis(1000), bw, round),
+            d.detect(Instant::from_millis(1800), bw, round),
             Decision::Congested
         );
         assert!((d.gamma() - 0.9025).abs() < 1e-12);
         // The window moves on to uncongested samples.
-        feed(&mut d, 1100, |k| {
+        feed(&mut d, 1800, |k| {
             let x = (k % 5) * 1000;
             (x, eq4(x as f64))
         });
         assert_eq!(
-            d.detect(Instant::from_millis(2000), bw, round),
+            d.detect(Instant::from_millis(2700), bw, round),
             Decision::Clear
         );
         assert!((d.gamma() - 1.0).abs() < 1e-12);
@@ -343,5 +355,28 @@ mod tests {
             d.detect(Instant::from_millis(900 + 9 * i), bw, round);
         }
         assert!((d.gamma() - 0.95).abs() < 1e-12, "{}", d.gamma());
+    }
+
+    #[test]
+    fn decisions_use_only_frames_sent_after_the_last_one() {
+        let mut d = CongestionDetector::new(cfg());
+        let bw = Bitrate::mbps(2);
+        let congested = |k: u64| {
+            let x = (k % 10) * 1000 + 6000;
+            (x, eq4(x as f64))
+        };
+        feed(&mut d, 0, congested);
+        assert_eq!(
+            d.detect(Instant::from_millis(900), bw, Duration::ZERO),
+            Decision::Congested
+        );
+        // Frames sent before the decision but reported after it are stale:
+        // no second cut on the same evidence, however much time passes.
+        feed(&mut d, 0, congested);
+        assert_eq!(
+            d.detect(Instant::from_secs(2), bw, Duration::ZERO),
+            Decision::Undecided
+        );
+        assert!((d.gamma() - 0.95).abs() < 1e-12);
     }
 }

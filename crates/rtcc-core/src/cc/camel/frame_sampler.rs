@@ -6,7 +6,7 @@
 //!
 //! Interpretations I1–I7, I10 and I15 of `docs/algorithms/camel.md` apply.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
@@ -141,6 +141,16 @@ impl SamplerOutput {
     }
 }
 
+/// A recently sent packet, for the retrospective in-flight count (Q3).
+#[derive(Debug, Clone, Copy)]
+struct HistoryPacket {
+    seq: SeqNo,
+    send_time: Instant,
+    size: Bytes,
+    /// `None` = not reported yet; `Some(None)` = reported lost.
+    arrival: Option<Option<Instant>>,
+}
+
 /// Joins sent packets with feedback, frame by frame.
 #[derive(Debug, Clone)]
 pub struct FrameSampler {
@@ -152,6 +162,10 @@ pub struct FrameSampler {
     /// frame's packet is sent.
     current: Option<u64>,
     out: SamplerOutput,
+    /// Every packet sent in the last `record_timeout`, in send order.
+    history: VecDeque<HistoryPacket>,
+    /// min(arrival − send) over the run, ns (receiver clock minus sender clock).
+    min_offset: Option<i64>,
 }
 
 impl FrameSampler {
@@ -164,6 +178,8 @@ impl FrameSampler {
             frames: BTreeMap::new(),
             current: None,
             out: SamplerOutput::default(),
+            history: VecDeque::new(),
+            min_offset: None,
         }
     }
 
@@ -175,6 +191,20 @@ impl FrameSampler {
     /// A packet left the pacer. Non-media packets are ignored.
     pub fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
         let _ = now;
+        // Every packet occupies the network, whatever it carries (Q3).
+        while self.history.front().is_some_and(|h| {
+            pkt.send_time.saturating_duration_since(h.send_time) > self.record_timeout
+        }) {
+            self.history.pop_front();
+        }
+        if self.history.back().is_none_or(|h| h.seq < pkt.seq) {
+            self.history.push_back(HistoryPacket {
+                seq: pkt.seq,
+                send_time: pkt.send_time,
+                size: pkt.size,
+                arrival: None,
+            });
+        }
         let (PacketKind::Media, Some(fid)) = (pkt.kind, pkt.frame_id) else {
             return;
         };
@@ -225,9 +255,53 @@ impl FrameSampler {
         rec.offset += pkt.size;
     }
 
+    /// Bytes in flight in the network when a packet was sent at `t` (before
+    /// packet `seq`), counted afterwards from the receiver's timestamps (Q3,
+    /// resolved): packets sent before it that had not yet arrived. An arrival
+    /// is mapped to the sender clock as `arrival − min(arrival − send) +
+    /// owd_min`, with `owd_min` = D_min / 2. Lost packets never occupied the
+    /// path to the receiver and are not counted; unreported ones are.
+    fn network_in_flight(&self, seq: SeqNo, t: Instant, owd_min: Duration) -> Option<Bytes> {
+        let offset = self.min_offset?;
+        let owd = i64::try_from(owd_min.as_nanos()).unwrap_or(i64::MAX);
+        let mut x = Bytes::ZERO;
+        for h in self.history.iter().take_while(|h| h.seq < seq) {
+            let in_flight = match h.arrival {
+                None => true,
+                Some(None) => false,
+                Some(Some(a)) => {
+                    let exit = a.signed_nanos_since(h.send_time) - offset + owd;
+                    exit > t.signed_nanos_since(h.send_time)
+                }
+            };
+            if in_flight {
+                x += h.size;
+            }
+        }
+        Some(x)
+    }
+
     /// Joins a report with the records; returns the samples it completed.
-    pub fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) -> &SamplerOutput {
+    /// `owd_min` is the current D_min / 2, for the in-flight count (Q3).
+    pub fn on_feedback(
+        &mut self,
+        now: Instant,
+        report: &FeedbackReport,
+        owd_min: Duration,
+    ) -> &SamplerOutput {
         self.out.clear();
+        for r in &report.packets {
+            if let Ok(i) = self.history.binary_search_by_key(&r.sent.seq, |h| h.seq) {
+                let h = &mut self.history[i];
+                if h.arrival.is_none() || r.arrival.is_some() {
+                    h.arrival = Some(r.arrival);
+                }
+            }
+            if let Some(a) = r.arrival {
+                let off = a.signed_nanos_since(r.sent.send_time);
+                self.min_offset = Some(self.min_offset.map_or(off, |m| m.min(off)));
+            }
+        }
         for r in &report.packets {
             let (PacketKind::Media, Some(fid)) = (r.sent.kind, r.sent.frame_id) else {
                 continue;
@@ -258,7 +332,11 @@ impl FrameSampler {
             // Frame delay: RTT of the first packet, hold removed (§4.1, I6, I7).
             if idx == 0 && r.sent.first_in_frame && !rec.delay_done {
                 rec.delay_done = true;
-                if let (Some(a), Some(x)) = (r.arrival, rec.x) {
+                let sender_x = rec.x;
+                let x = self
+                    .network_in_flight(r.sent.seq, r.sent.send_time, owd_min)
+                    .or(sender_x);
+                if let (Some(a), Some(x)) = (r.arrival, x) {
                     let hold = report.report_time.saturating_duration_since(a);
                     let delay = now
                         .saturating_duration_since(r.sent.send_time)
@@ -363,7 +441,7 @@ mod tests {
             s.on_packet_sent(p.send_time, p);
         }
         let arr: Vec<_> = (0..5).map(|i| Some(20.0 + 8.0 * i as f64)).collect();
-        let out = s.on_feedback(ms(80.0), &report(60.0, &pk, &arr));
+        let out = s.on_feedback(ms(80.0), &report(60.0, &pk, &arr), Duration::ZERO);
         // 4000 B over 32 ms = 1 Mbps; with s1 it would be 1.25 Mbps.
         assert_eq!(out.bandwidth.len(), 1);
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::mbps(1));
@@ -397,7 +475,7 @@ mod tests {
             Some(44.0),
             Some(54.0),
         ];
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr));
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
         assert_eq!(out.bandwidth.len(), 1);
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::mbps(2));
     }
@@ -417,7 +495,7 @@ mod tests {
             s.on_packet_sent(p.send_time, p);
         }
         let arr = [Some(20.0), Some(24.0), Some(29.0), Some(33.0)];
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr));
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::mbps(2));
     }
 
@@ -432,7 +510,11 @@ mod tests {
         for p in a0.iter().chain(b.iter_mut().map(|p| &*p)) {
             s.on_packet_sent(p.send_time, p);
         }
-        let out = s.on_feedback(ms(100.0), &report(60.0, &a0, &[Some(20.0), Some(24.0)]));
+        let out = s.on_feedback(
+            ms(100.0),
+            &report(60.0, &a0, &[Some(20.0), Some(24.0)]),
+            Duration::ZERO,
+        );
         assert_eq!(out.bandwidth.len(), 1);
     }
 
@@ -445,7 +527,7 @@ mod tests {
         }
         // Middle lost: 3 received after the first (3000 B) over 32 ms = 750 kbps.
         let arr = [Some(20.0), Some(28.0), None, Some(44.0), Some(52.0)];
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr));
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::kbps(750));
         // First lost: reference is packet 2.
         let mut s = sampler();
@@ -453,7 +535,7 @@ mod tests {
             s.on_packet_sent(p.send_time, p);
         }
         let arr = [None, Some(28.0), Some(36.0), Some(44.0), Some(52.0)];
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr));
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::mbps(1));
         assert!(
             out.delay.is_empty(),
@@ -466,7 +548,7 @@ mod tests {
         let mut s = sampler();
         let pk = frame(1, 0, &[(1000, 0.0)], 0);
         s.on_packet_sent(pk[0].send_time, &pk[0]);
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &[Some(20.0)]));
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &[Some(20.0)]), Duration::ZERO);
         assert!(out.bandwidth.is_empty());
         assert_eq!(out.delay.len(), 1);
         assert_eq!(s.open_records(), 0);
@@ -480,9 +562,13 @@ mod tests {
             s.on_packet_sent(p.send_time, p);
         }
         let arr: Vec<_> = (0..5).map(|i| Some(20.0 + 8.0 * i as f64)).collect();
-        let out = s.on_feedback(ms(60.0), &report(40.0, &pk[..3], &arr[..3]));
+        let out = s.on_feedback(ms(60.0), &report(40.0, &pk[..3], &arr[..3]), Duration::ZERO);
         assert!(out.bandwidth.is_empty(), "head not fully reported yet");
-        let out = s.on_feedback(ms(110.0), &report(90.0, &pk[3..], &arr[3..]));
+        let out = s.on_feedback(
+            ms(110.0),
+            &report(90.0, &pk[3..], &arr[3..]),
+            Duration::ZERO,
+        );
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::mbps(1));
     }
 
@@ -497,8 +583,12 @@ mod tests {
             let arr: Vec<_> = (0..5)
                 .map(|i| Some(offset_ms + 20.0 + 8.0 * i as f64))
                 .collect();
-            s.on_feedback(ms(80.0), &report(offset_ms + 60.0, &pk, &arr))
-                .clone()
+            s.on_feedback(
+                ms(80.0),
+                &report(offset_ms + 60.0, &pk, &arr),
+                Duration::ZERO,
+            )
+            .clone()
         };
         let a = run(0.0);
         let b = run(1_000_000.0);
@@ -518,10 +608,13 @@ mod tests {
         let out = s.on_feedback(
             ms(70.0),
             &report(50.0, &pk, &[Some(20.0), Some(30.0), Some(40.0)]),
+            Duration::ZERO,
         );
         assert_eq!(out.delay.len(), 1);
         assert_eq!(out.delay[0].delay, Duration::from_millis(40));
-        assert_eq!(out.delay[0].in_flight, Bytes::new(3000));
+        // The 3000 B the sender counted in flight are not in the sampler's
+        // history, so the network count (Q3) is 0.
+        assert_eq!(out.delay[0].in_flight, Bytes::ZERO);
         assert_eq!(out.hold, Some(Duration::from_millis(30)));
     }
 
@@ -533,7 +626,7 @@ mod tests {
             s.on_packet_sent(p.send_time, p);
         }
         let arr = [Some(20.0), Some(30.0), None, Some(50.0)];
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr));
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
         let slices: Vec<_> = out.slices.iter().map(|o| (o.slice, o.lost)).collect();
         // offsets 0, 1248, 2496, 3744 → slices 0, 0, 1, 1.
         assert_eq!(slices, vec![(0, false), (0, false), (1, true), (1, false)]);
@@ -550,10 +643,46 @@ mod tests {
         let out = s.on_feedback(
             ms(100.0),
             &report(60.0, &pk[..2], &[Some(20.0), Some(28.0)]),
+            Duration::ZERO,
         );
         assert!(out.bandwidth.is_empty());
-        let out = s.on_feedback(ms(3000.0), &FeedbackReport::default());
+        let out = s.on_feedback(ms(3000.0), &FeedbackReport::default(), Duration::ZERO);
         assert_eq!(out.bandwidth.len(), 1);
         assert_eq!(s.open_records(), 0);
+    }
+
+    #[test]
+    fn in_flight_is_counted_from_receiver_timestamps() {
+        let mut s = sampler();
+        // Frame 1: 4 × 1000 B at 0 ms through a 1 Mbps bottleneck (8 ms each),
+        // one-way delay 20 ms: arrivals 20, 28, 36, 44 ms (receiver clock = sender
+        // clock + 1000 s). Frame 2's first packet is sent at 30 ms: packets 3
+        // and 4 (arriving 36 and 44 ms) are still in the network then.
+        let a = frame(1, 0, &[(1000, 0.0); 4], 0);
+        let b = frame(2, 4, &[(1000, 30.0), (1000, 30.0)], 4000);
+        for p in a.iter().chain(b.iter()) {
+            s.on_packet_sent(p.send_time, p);
+        }
+        let off = 1_000_000.0;
+        let arr_a = [
+            Some(off + 20.0),
+            Some(off + 28.0),
+            Some(off + 36.0),
+            Some(off + 44.0),
+        ];
+        s.on_feedback(
+            ms(70.0),
+            &report(off + 50.0, &a, &arr_a),
+            Duration::from_millis(20),
+        );
+        let out = s.on_feedback(
+            ms(120.0),
+            &report(off + 100.0, &b, &[Some(off + 52.0), Some(off + 60.0)]),
+            Duration::from_millis(20),
+        );
+        assert_eq!(out.delay.len(), 1);
+        // The sender's count (4000 B: nothing reported yet at 30 ms) would
+        // include the two packets already delivered.
+        assert_eq!(out.delay[0].in_flight, Bytes::new(2000));
     }
 }

@@ -66,7 +66,8 @@ pub struct CamelConfig {
     pub gamma_initial: f64,
     /// γ multiplier on congestion (§4.2, eq. 5: 0.95).
     pub gamma_decrease: f64,
-    /// Threshold on the normalised gradient G (ours, I9; §4.2 "a predefined threshold").
+    /// Threshold on the normalised gradient G (ours, I9, tuned on the §5.2
+    /// runs; §4.2 "a predefined threshold").
     pub gradient_threshold: f64,
     /// Gradient window (ours, I11; §4.2 "short-term trend").
     pub detect_window: Duration,
@@ -82,7 +83,8 @@ pub struct CamelConfig {
     pub burst_gap: Duration,
     /// Age after which a frame record is closed with what it has (ours, I5).
     pub record_timeout: Duration,
-    /// Pacing rate of a frame's tail, × the target (ours, I14).
+    /// Pacing rate, × the target (ours, I14: above 1 so that an encoder
+    /// overshoot queues in the network, where the detector sees it).
     pub pacing_gain: f64,
     /// Loss slice (§4.3: "fixed 2 KB intervals").
     pub slice: Bytes,
@@ -117,7 +119,7 @@ impl Default for CamelConfig {
             max_bitrate: Bitrate::mbps(10),
             gamma_initial: 1.0,
             gamma_decrease: 0.95,
-            gradient_threshold: 0.5,
+            gradient_threshold: 0.7,
             detect_window: Duration::from_secs(1),
             detect_min_samples: 10,
             detect_min_spread: Bytes::new(1248),
@@ -125,7 +127,7 @@ impl Default for CamelConfig {
             min_delay_window: Duration::from_secs(10),
             burst_gap: Duration::from_millis(1),
             record_timeout: Duration::from_secs(2),
-            pacing_gain: 1.0,
+            pacing_gain: 1.25,
             slice: Bytes::new(2048),
             burst_update_interval: Duration::from_secs(5),
             loss_margin: 0.10,
@@ -490,7 +492,13 @@ impl CongestionController for Camel {
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
-        let out = self.sampler.on_feedback(now, report);
+        // Q3: D_min / 2 maps receiver timestamps to the sender clock.
+        let owd_min = self
+            .estimator
+            .d_min()
+            .unwrap_or(Duration::ZERO)
+            .mul_f64(0.5);
+        let out = self.sampler.on_feedback(now, report, owd_min);
         for s in &out.bandwidth {
             self.estimator.on_bandwidth(s.send_time, s.bandwidth);
         }
