@@ -21,11 +21,19 @@
 //! out while packets were queued. In the simulator timers fire on time and this
 //! never applies.
 //!
-//! Frame-burst mode ([`SendBudget::frame_burst`]): when a new frame is queued,
-//! up to `frame_burst` bytes of it are released back-to-back without taking
-//! from the budget; the rest of the frame is paced. Frame-level controllers
-//! (Camel §4.3, SQP, Pudica) use it so that a frame's packets form a train the
-//! receiver can measure.
+//! Frame-burst mode ([`SendBudget::frame_burst`]): when a frame's first packet
+//! reaches the head of the send queue ([`Pacer::on_frame_at_head`]), the burst
+//! of `frame_burst` bytes is armed. The frame's first packet waits for the
+//! budget like any packet; once it has gone, the rest of the burst (until
+//! `frame_burst` bytes of the frame have gone) is released back-to-back
+//! whatever the budget, and every burst byte is still charged to the budget,
+//! so the debt it leaves delays the paced remainder and the next frame. Over
+//! time the pacer therefore never sends faster than the pacing rate; it only
+//! changes the pattern: one train per frame, then pacing. Frame-level
+//! controllers (Camel §4.3, SQP, Pudica) use it so that a frame's packets form
+//! a train the receiver can measure. Arming at the queue head rather than when
+//! the frame is queued keeps a backlog from spending the burst on the previous
+//! frame's tail (docs/algorithms/camel.md, Q6).
 
 use crate::cc::SendBudget;
 use crate::time::{Duration, Instant};
@@ -46,6 +54,11 @@ pub struct Pacer {
     /// Bytes of the current frame that may still go back-to-back.
     frame_burst_left: Bytes,
     frame_burst: Option<Bytes>,
+    /// The burst to start with the next packet sent (a frame's first packet
+    /// is at the head of the queue).
+    armed: Option<Bytes>,
+    /// The frame whose burst was armed last (arming is once per frame).
+    armed_frame: Option<u64>,
     /// The send time last handed out by `next_send_time` while in debt: a
     /// packet is waiting for it.
     due: Option<Instant>,
@@ -61,6 +74,8 @@ impl Pacer {
             last_update: now,
             frame_burst_left: Bytes::ZERO,
             frame_burst: budget.frame_burst,
+            armed: None,
+            armed_frame: None,
             due: None,
         }
     }
@@ -77,6 +92,11 @@ impl Pacer {
         }
         self.max_burst = budget.max_burst;
         self.frame_burst = budget.frame_burst;
+        if self.frame_burst.is_none() {
+            // Mode switched off (e.g. Camel falling back to GCC): no train left.
+            self.armed = None;
+            self.frame_burst_left = Bytes::ZERO;
+        }
     }
 
     /// The packet that was waiting for the last send time handed out cannot
@@ -91,11 +111,17 @@ impl Pacer {
         self.rate
     }
 
-    /// A new frame was queued: arm the frame burst, if the mode is on.
-    pub fn on_frame_queued(&mut self, _now: Instant) {
-        if let Some(n) = self.frame_burst {
-            self.frame_burst_left = n;
+    /// The first packet of frame `frame_id` is at the head of the send queue:
+    /// arm its burst, if the mode is on (module doc). Idempotent per frame, so
+    /// a driver may call it every time it looks at the queue head. Ends what is
+    /// left of the previous frame's burst.
+    pub fn on_frame_at_head(&mut self, _now: Instant, frame_id: u64) {
+        if self.armed_frame == Some(frame_id) {
+            return;
         }
+        self.armed_frame = Some(frame_id);
+        self.frame_burst_left = Bytes::ZERO;
+        self.armed = self.frame_burst.filter(|n| !n.is_zero());
     }
 
     fn refill(&mut self, now: Instant) {
@@ -130,11 +156,14 @@ impl Pacer {
     /// A packet of `size` was sent at `now` (after `can_send` said yes).
     pub fn on_sent(&mut self, now: Instant, size: Bytes) {
         self.refill(now);
-        if !self.frame_burst_left.is_zero() {
+        if let Some(n) = self.armed.take() {
+            // The frame's first packet starts its burst.
+            self.frame_burst_left = n.saturating_sub(size);
+        } else if !self.frame_burst_left.is_zero() {
             self.frame_burst_left = self.frame_burst_left.saturating_sub(size);
-        } else {
-            self.budget = self.budget.saturating_sub(size.get() as i64);
         }
+        // Burst bytes are charged too (module doc).
+        self.budget = self.budget.saturating_sub(size.get() as i64);
     }
 
     /// The earliest instant a packet may go (`now` if it may go now).
@@ -205,13 +234,60 @@ mod tests {
     #[test]
     fn frame_burst_sends_head_of_frame_back_to_back() {
         let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, Some(6000)));
-        p.on_frame_queued(Instant::ZERO);
+        p.on_frame_at_head(Instant::ZERO, 1);
         let times = drain(&mut p, Instant::ZERO, 8, 1200);
-        // 5 packets (6000 B) back-to-back, then paced at 10 ms.
+        // 5 packets (6000 B) back-to-back; they are charged to the budget, so
+        // the 6th waits for the 6000 B debt (50 ms at 960 kbps), then 10 ms pacing.
         assert!(times[..5].iter().all(|&x| x == Instant::ZERO), "{times:?}");
-        assert_eq!(times[5], Instant::ZERO);
+        assert_eq!(times[5], Instant::from_millis(50), "{times:?}");
         assert_eq!(times[6] - times[5], Duration::from_millis(10));
         assert_eq!(times[7] - times[6], Duration::from_millis(10));
+    }
+
+    #[test]
+    fn frame_burst_arms_at_the_queue_head_once_per_frame() {
+        // Frame 1 (3 packets) is paced out under debt; frame 2 was queued
+        // meanwhile, but its burst only starts when its first packet is at the
+        // head and the budget is back to ≥ 0.
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, Some(2400)));
+        p.on_frame_at_head(Instant::ZERO, 1);
+        let a = drain(&mut p, Instant::ZERO, 3, 1200);
+        // 2 back-to-back, the third waits for the 2400 B debt (20 ms).
+        assert_eq!(
+            a,
+            vec![Instant::ZERO, Instant::ZERO, Instant::from_millis(20)]
+        );
+        // Asking again for the same frame does not re-arm.
+        p.on_frame_at_head(Instant::from_millis(20), 1);
+        assert_eq!(
+            p.next_send_time(Instant::from_millis(20)),
+            Instant::from_millis(30)
+        );
+        p.on_frame_at_head(Instant::from_millis(20), 2);
+        let b = drain(&mut p, Instant::from_millis(20), 3, 1200);
+        assert_eq!(
+            b,
+            vec![
+                Instant::from_millis(30),
+                Instant::from_millis(30),
+                Instant::from_millis(50)
+            ]
+        );
+    }
+
+    #[test]
+    fn frame_burst_never_exceeds_the_pacing_rate_on_average() {
+        // 30 frames of 6 packets, each queued as soon as the previous one is
+        // out: 216 000 B at 960 kbps take 1.8 s however large the burst.
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, Some(60_000)));
+        let mut t = Instant::ZERO;
+        for f in 0..30 {
+            p.on_frame_at_head(t, f);
+            t = *drain(&mut p, t, 6, 1200).last().unwrap();
+        }
+        // Frame 31's first packet goes once the 216 000 B are paid for.
+        p.on_frame_at_head(t, 30);
+        assert_eq!(p.next_send_time(t), Instant::from_millis(1800));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig, PudicaConfig, SqpConfig};
+use rtcc_core::cc::{CamelConfig, CcConfig, FixedConfig, GccConfig, PudicaConfig, SqpConfig};
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
     EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
@@ -1674,6 +1674,117 @@ fn cc_config(
                 ));
             }
             Ok(CcConfig::Pudica(c))
+        }
+        "camel" => {
+            // Tunables of docs/algorithms/camel.md ("Parameters").
+            const F64: &[&str] = &[
+                "gamma_initial",
+                "gamma_decrease",
+                "gradient_threshold",
+                "pacing_gain",
+                "loss_margin",
+            ];
+            const DURATIONS: &[&str] = &[
+                "detect_window",
+                "bw_window",
+                "min_delay_window",
+                "burst_gap",
+                "record_timeout",
+                "burst_update_interval",
+                "fallback_hold",
+            ];
+            const SIZES: &[&str] = &[
+                "detect_min_spread",
+                "slice",
+                "burst_step",
+                "burst_min",
+                "burst_initial",
+                "burst_max",
+            ];
+            const COUNTS: &[&str] = &[
+                "detect_min_samples",
+                "slice_min_packets",
+                "phys_loss_history",
+            ];
+            const RATES: &[&str] = &["start_bitrate", "min_bitrate", "max_bitrate"];
+            let allowed: Vec<&str> = [RATES, F64, DURATIONS, SIZES, COUNTS].concat();
+            check_keys(t, &allowed)?;
+            let mut c = CamelConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..CamelConfig::default()
+            };
+            for (k, v) in t {
+                let k = k.as_str();
+                if RATES.contains(&k) {
+                    let r = get_rate(t, k)?.unwrap_or_default();
+                    match k {
+                        "start_bitrate" => c.start_bitrate = r,
+                        "min_bitrate" => c.min_bitrate = r,
+                        _ => c.max_bitrate = r,
+                    }
+                } else if F64.contains(&k) {
+                    let x = v
+                        .as_float()
+                        .or_else(|| v.as_integer().map(|i| i as f64))
+                        .ok_or_else(|| format!("`{k}`: expected a number, got {v}"))?;
+                    match k {
+                        "gamma_initial" => c.gamma_initial = x,
+                        "gamma_decrease" => c.gamma_decrease = x,
+                        "gradient_threshold" => c.gradient_threshold = x,
+                        "pacing_gain" => c.pacing_gain = x,
+                        _ => c.loss_margin = x,
+                    }
+                } else if DURATIONS.contains(&k) {
+                    let d = v
+                        .as_str()
+                        .ok_or_else(|| {
+                            format!("`{k}`: expected a duration string such as \"1s\", got {v}")
+                        })?
+                        .parse::<Duration>()
+                        .map_err(|e| format!("`{k}`: {e}"))?;
+                    match k {
+                        "detect_window" => c.detect_window = d,
+                        "bw_window" => c.bw_window = d,
+                        "min_delay_window" => c.min_delay_window = d,
+                        "burst_gap" => c.burst_gap = d,
+                        "record_timeout" => c.record_timeout = d,
+                        "burst_update_interval" => c.burst_update_interval = d,
+                        _ => c.fallback_hold = d,
+                    }
+                } else if SIZES.contains(&k) {
+                    let b = v
+                        .as_str()
+                        .ok_or_else(|| {
+                            format!("`{k}`: expected a size string such as \"2KB\", got {v}")
+                        })?
+                        .parse::<Bytes>()
+                        .map_err(|e| format!("`{k}`: {e}"))?;
+                    match k {
+                        "detect_min_spread" => c.detect_min_spread = b,
+                        "slice" => c.slice = b,
+                        "burst_step" => c.burst_step = b,
+                        "burst_min" => c.burst_min = b,
+                        "burst_initial" => c.burst_initial = b,
+                        _ => c.burst_max = b,
+                    }
+                } else {
+                    let n = v
+                        .as_integer()
+                        .and_then(|i| u64::try_from(i).ok())
+                        .ok_or_else(|| {
+                            format!("`{k}`: expected a non-negative integer, got {v}")
+                        })?;
+                    match k {
+                        "detect_min_samples" => c.detect_min_samples = n as usize,
+                        "slice_min_packets" => c.slice_min_packets = n,
+                        _ => c.phys_loss_history = n as usize,
+                    }
+                }
+            }
+            c.validate().map_err(|e| e.to_string())?;
+            Ok(CcConfig::Camel(c))
         }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }

@@ -4,6 +4,7 @@
 //! Built-in controllers are dispatched through the [`Controller`] enum on the
 //! per-packet path; `Box<dyn CongestionController>` is for plug-ins only.
 
+pub mod camel;
 pub mod fixed;
 pub mod gcc;
 pub mod pudica;
@@ -14,6 +15,7 @@ use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
+pub use camel::{Camel, CamelConfig};
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};
@@ -118,11 +120,13 @@ pub enum CcConfig {
     Sqp(SqpConfig),
     /// Pudica (approximation; bandwidth-utilisation ceiling, near-zero queuing).
     Pudica(PudicaConfig),
+    /// Camel, frame-level congestion control (papers/camel.txt).
+    Camel(CamelConfig),
 }
 
 impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
-    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "sqp", "pudica"];
+    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "camel", "sqp", "pudica"];
 
     /// The default configuration of the built-in controller `name` (one of
     /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
@@ -132,6 +136,7 @@ impl CcConfig {
             "fixed" => Some(CcConfig::Fixed(FixedConfig::default())),
             "sqp" => Some(CcConfig::Sqp(SqpConfig::default())),
             "pudica" => Some(CcConfig::Pudica(PudicaConfig::default())),
+            "camel" => Some(CcConfig::Camel(CamelConfig::default())),
             _ => None,
         }
     }
@@ -143,6 +148,7 @@ impl CcConfig {
             CcConfig::Fixed(c) => (c.bitrate, c.bitrate),
             CcConfig::Sqp(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Pudica(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::Camel(c) => (c.min_bitrate, c.max_bitrate),
         }
     }
 
@@ -153,6 +159,7 @@ impl CcConfig {
             CcConfig::Fixed(c) => Controller::Fixed(Fixed::new(c.clone())),
             CcConfig::Sqp(c) => Controller::Sqp(Box::new(Sqp::new(now, c.clone()))),
             CcConfig::Pudica(c) => Controller::Pudica(Box::new(Pudica::new(now, c.clone()))),
+            CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, c.clone()))),
         }
     }
 }
@@ -169,6 +176,8 @@ pub enum Controller {
     Sqp(Box<Sqp>),
     /// Pudica (approximation).
     Pudica(Box<Pudica>),
+    /// Camel.
+    Camel(Box<Camel>),
 }
 
 macro_rules! dispatch {
@@ -178,6 +187,7 @@ macro_rules! dispatch {
             Controller::Fixed($c) => $e,
             Controller::Sqp($c) => $e,
             Controller::Pudica($c) => $e,
+            Controller::Camel($c) => $e,
         }
     };
 }

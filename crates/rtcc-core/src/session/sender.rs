@@ -273,7 +273,6 @@ impl<E: EncoderModel> SenderSession<E> {
                 }
             };
             self.queued_bytes += added;
-            self.pacer.on_frame_queued(now);
             let info = FrameInfo {
                 frame_id: frame.frame_id,
                 capture_time: frame.capture_time,
@@ -294,6 +293,10 @@ impl<E: EncoderModel> SenderSession<E> {
     /// The next packet to send now, if the window and the pacer allow.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let head = *self.queue.front()?;
+        if head.index == 0 {
+            // Frame-burst mode arms when the frame reaches the head (pacer doc).
+            self.pacer.on_frame_at_head(now, head.frame_id);
+        }
         if let Some(cwnd) = self.cc.send_budget().cwnd {
             if self.in_flight >= cwnd {
                 self.pacer.cancel_due();
@@ -436,6 +439,9 @@ impl<E: EncoderModel> SenderSession<E> {
         };
         consider(self.cc.poll_timeout());
         consider(self.next_backoff());
+        if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
+            self.pacer.on_frame_at_head(now, head.frame_id);
+        }
         if !self.queue.is_empty() {
             let window_open = self
                 .cc

@@ -1,0 +1,310 @@
+//! Camel §4.3, the Bursting Length Controller: per-2 KB-slice loss rates, the
+//! physical-loss estimate p_min, and the 5-second update of the burst length L
+//! (eq. 7, rebuilt), with the fall-back decision at the minimum length.
+//!
+//! Interpretations I15–I18 of `docs/algorithms/camel.md`: p_phys is the
+//! smallest per-slice loss rate pooled over the last `phys_loss_history`
+//! periods among slices with enough packets; p_cur is the current period's
+//! loss rate of the slice just inside L; the margin is absolute (10 points).
+
+use std::collections::VecDeque;
+
+use crate::time::{Duration, Instant};
+use crate::units::Bytes;
+
+/// Burst-length settings (see `CamelConfig` for sources).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BurstConfig {
+    /// Slice size (§4.3: 2 KB).
+    pub slice: Bytes,
+    /// Update period (§4.3: every 5 s).
+    pub update_interval: Duration,
+    /// Absolute margin over p_phys (§4.3: "10 % above", I17).
+    pub loss_margin: f64,
+    /// Step of L (ours, I18).
+    pub step: Bytes,
+    /// Smallest L (ours, I18).
+    pub min: Bytes,
+    /// Initial L (ours, I18).
+    pub initial: Bytes,
+    /// Largest L (ours, I18).
+    pub max: Bytes,
+    /// Fewest packets for a slice's loss rate to count (ours, I16, I18).
+    pub slice_min_packets: u64,
+    /// Periods pooled for p_phys (ours, I16).
+    pub history: usize,
+}
+
+/// What one eq. 7 update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BurstUpdate {
+    /// p_cur ≤ p_phys + margin: L grew by a step (or stayed at the maximum).
+    Grow,
+    /// p_cur > p_phys + margin: L shrank by a step.
+    Shrink,
+    /// p_cur > p_phys + margin with L at its minimum: fall back to GCC (§4.3).
+    Fallback,
+    /// Not enough packets in the current slice: L held (I18).
+    Hold,
+}
+
+/// Per-slice (lost, total) counters for one period.
+type Counts = Vec<(u64, u64)>;
+
+/// Slices, p_phys and L.
+#[derive(Debug, Clone)]
+pub struct BurstLengthController {
+    cfg: BurstConfig,
+    current: Counts,
+    past: VecDeque<Counts>,
+    burst_length: Bytes,
+    next_update: Instant,
+    p_phys: Option<f64>,
+    p_cur: Option<f64>,
+}
+
+impl BurstLengthController {
+    /// A controller starting at `now` with L = `initial`.
+    pub fn new(now: Instant, cfg: BurstConfig) -> Self {
+        BurstLengthController {
+            cfg,
+            current: Vec::new(),
+            past: VecDeque::new(),
+            burst_length: cfg.initial,
+            next_update: now + cfg.update_interval,
+            p_phys: None,
+            p_cur: None,
+        }
+    }
+
+    /// L.
+    pub fn burst_length(&self) -> Bytes {
+        self.burst_length
+    }
+    /// The next eq. 7 update.
+    pub fn next_update(&self) -> Instant {
+        self.next_update
+    }
+    /// p_phys of the last update.
+    pub fn p_phys(&self) -> Option<f64> {
+        self.p_phys
+    }
+    /// p_cur of the last update.
+    pub fn p_cur(&self) -> Option<f64> {
+        self.p_cur
+    }
+
+    /// Counts one reported packet in its slice.
+    pub fn on_outcome(&mut self, slice: usize, lost: bool) {
+        if self.current.len() <= slice {
+            self.current.resize(slice + 1, (0, 0));
+        }
+        let c = &mut self.current[slice];
+        c.0 += u64::from(lost);
+        c.1 += 1;
+    }
+
+    /// Restart at L = `length` with the period clock at `now` (leaving fall-back, I19).
+    pub fn restart(&mut self, now: Instant, length: Bytes) {
+        self.burst_length = length;
+        self.next_update = now + self.cfg.update_interval;
+        self.current.clear();
+    }
+
+    /// p_phys (I16): the smallest loss rate of any slice with enough packets,
+    /// over the current and the past periods.
+    fn physical_loss(&self) -> Option<f64> {
+        let n = self
+            .past
+            .iter()
+            .chain(std::iter::once(&self.current))
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0);
+        let mut best: Option<f64> = None;
+        for j in 0..n {
+            let (mut lost, mut total) = (0, 0);
+            for p in self.past.iter().chain(std::iter::once(&self.current)) {
+                if let Some(&(l, t)) = p.get(j) {
+                    lost += l;
+                    total += t;
+                }
+            }
+            if total >= self.cfg.slice_min_packets {
+                let p = lost as f64 / total as f64;
+                best = Some(best.map_or(p, |b: f64| b.min(p)));
+            }
+        }
+        best
+    }
+
+    /// Eq. 7 (rebuilt) at `now` if a period boundary was reached; `None` otherwise.
+    pub fn on_timeout(&mut self, now: Instant) -> Option<BurstUpdate> {
+        if now < self.next_update {
+            return None;
+        }
+        while self.next_update <= now {
+            self.next_update += self.cfg.update_interval;
+        }
+        let slice = self.cfg.slice.get().max(1);
+        // I17: the slice just inside L, [L − 2 KB, L).
+        let j = (self.burst_length.get().saturating_sub(1) / slice) as usize;
+        let cur = self.current.get(j).copied().unwrap_or((0, 0));
+        self.p_phys = self.physical_loss();
+        let result = if cur.1 < self.cfg.slice_min_packets {
+            self.p_cur = None;
+            BurstUpdate::Hold
+        } else {
+            let p_cur = cur.0 as f64 / cur.1 as f64;
+            self.p_cur = Some(p_cur);
+            let p_phys = self.p_phys.unwrap_or(p_cur);
+            // §4.3: "If the loss rate of the current interval surpasses 10 % above
+            // p_min, L is decremented. Otherwise, L is incremented."
+            if p_cur > p_phys + self.cfg.loss_margin {
+                if self.burst_length <= self.cfg.min {
+                    BurstUpdate::Fallback
+                } else {
+                    self.burst_length = self
+                        .burst_length
+                        .saturating_sub(self.cfg.step)
+                        .max(self.cfg.min);
+                    BurstUpdate::Shrink
+                }
+            } else {
+                self.burst_length = (self.burst_length + self.cfg.step).min(self.cfg.max);
+                BurstUpdate::Grow
+            }
+        };
+        self.past.push_back(std::mem::take(&mut self.current));
+        while self.past.len() > self.cfg.history.saturating_sub(1) {
+            self.past.pop_front();
+        }
+        Some(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> BurstConfig {
+        BurstConfig {
+            slice: Bytes::new(2048),
+            update_interval: Duration::from_secs(5),
+            loss_margin: 0.10,
+            step: Bytes::new(2048),
+            min: Bytes::new(2048),
+            initial: Bytes::new(8192),
+            max: Bytes::new(65536),
+            slice_min_packets: 30,
+            history: 6,
+        }
+    }
+
+    /// `n` packets in each of `slices` with loss fractions `p(slice)`.
+    fn period(b: &mut BurstLengthController, slices: usize, n: u64, p: impl Fn(usize) -> f64) {
+        for j in 0..slices {
+            let lost = (n as f64 * p(j)).round() as u64;
+            for k in 0..n {
+                b.on_outcome(j, k < lost);
+            }
+        }
+    }
+
+    #[test]
+    fn deep_buffer_equal_loss_grows_burst() {
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        for k in 1..=40 {
+            period(&mut b, 40, 100, |_| 0.05);
+            assert_eq!(
+                b.on_timeout(Instant::from_secs(5 * k)),
+                Some(BurstUpdate::Grow)
+            );
+        }
+        assert_eq!(b.burst_length(), Bytes::new(65536));
+    }
+
+    #[test]
+    fn tail_loss_shrinks_burst() {
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        // L = 8 KB: slices 0..2 clean, slice 3 (the last inside L) loses 40 %.
+        period(&mut b, 4, 100, |j| if j == 3 { 0.4 } else { 0.0 });
+        assert_eq!(
+            b.on_timeout(Instant::from_secs(5)),
+            Some(BurstUpdate::Shrink)
+        );
+        assert_eq!(b.burst_length(), Bytes::new(6144));
+        assert_eq!(b.p_phys(), Some(0.0));
+        assert_eq!(b.p_cur(), Some(0.4));
+    }
+
+    #[test]
+    fn margin_is_ten_points() {
+        for (p_cur, expect) in [(0.14, BurstUpdate::Grow), (0.16, BurstUpdate::Shrink)] {
+            let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+            period(&mut b, 4, 100, |j| if j == 3 { p_cur } else { 0.05 });
+            assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(expect), "{p_cur}");
+        }
+    }
+
+    #[test]
+    fn physical_loss_is_smallest_slice_loss_over_30s() {
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        // Period 1: slice 5 has 2 % loss (lowest). Slices 0..3: 10 %.
+        period(&mut b, 4, 100, |_| 0.10);
+        for k in 0..100 {
+            b.on_outcome(5, k < 2);
+        }
+        b.on_timeout(Instant::from_secs(5));
+        assert_eq!(b.p_phys(), Some(0.02));
+        // Five more periods at 10 % keep slice 5's pooled rate lowest (30 s of history).
+        for k in 2..=6 {
+            period(&mut b, 4, 100, |_| 0.10);
+            b.on_timeout(Instant::from_secs(5 * k));
+        }
+        assert_eq!(b.p_phys(), Some(0.02));
+        // The 7th period pushes period 1 out of the pool.
+        period(&mut b, 4, 100, |_| 0.10);
+        b.on_timeout(Instant::from_secs(35));
+        assert!((b.p_phys().unwrap() - 0.10).abs() < 1e-12);
+    }
+
+    #[test]
+    fn no_evidence_holds_burst_length() {
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        period(&mut b, 3, 100, |_| 0.0);
+        period(&mut b, 4, 0, |_| 0.0);
+        for k in 0..29 {
+            b.on_outcome(3, k < 20);
+        }
+        assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Hold));
+        assert_eq!(b.burst_length(), Bytes::new(8192));
+    }
+
+    #[test]
+    fn updates_only_at_5s_boundaries() {
+        let mut b = BurstLengthController::new(Instant::from_secs(1), cfg());
+        assert_eq!(b.next_update(), Instant::from_secs(6));
+        period(&mut b, 4, 100, |_| 0.0);
+        assert_eq!(b.on_timeout(Instant::from_millis(5999)), None);
+        assert_eq!(b.burst_length(), Bytes::new(8192));
+        assert!(b.on_timeout(Instant::from_secs(6)).is_some());
+        assert_eq!(b.next_update(), Instant::from_secs(11));
+    }
+
+    #[test]
+    fn fallback_at_minimum_when_still_lossy() {
+        let c = BurstConfig {
+            initial: Bytes::new(2048),
+            ..cfg()
+        };
+        let mut b = BurstLengthController::new(Instant::ZERO, c);
+        // Slice 0 loses 30 %, a paced tail slice loses nothing.
+        period(&mut b, 3, 100, |j| if j == 0 { 0.3 } else { 0.0 });
+        assert_eq!(
+            b.on_timeout(Instant::from_secs(5)),
+            Some(BurstUpdate::Fallback)
+        );
+        assert_eq!(b.burst_length(), Bytes::new(2048));
+    }
+}

@@ -1,0 +1,382 @@
+//! Camel §4.2, the Congestion Detector: the gradient of frame-level delay with
+//! respect to bytes in flight, the window scale γ (eqs. 1, 5) and the
+//! congestion-adjusted target of eq. 6.
+//!
+//! Interpretations I9–I12 of `docs/algorithms/camel.md`: least-squares slope
+//! of D against x over the samples of the last `detect_window`, normalised by
+//! BW_avg (G = S · BW_avg, 1 above the BDP under eq. 4, 0 below); congestion
+//! ⇔ G > threshold; at most one decision per feedback round.
+
+use std::collections::VecDeque;
+
+use crate::time::{Duration, Instant};
+use crate::units::{Bitrate, Bytes};
+
+/// Detector settings (see `CamelConfig` for sources).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DetectorConfig {
+    /// γ₀ (§4.2: "we set the initial value of γ to 1").
+    pub gamma_initial: f64,
+    /// Multiplier on detection (§4.2, eq. 5: 0.95).
+    pub gamma_decrease: f64,
+    /// Threshold on the normalised gradient G (ours, I9).
+    pub gradient_threshold: f64,
+    /// Sample window (ours, I11).
+    pub detect_window: Duration,
+    /// Fewest samples for a decision (ours, I11).
+    pub detect_min_samples: usize,
+    /// Smallest in-flight spread for a decision (ours, I11).
+    pub detect_min_spread: Bytes,
+}
+
+/// The outcome of one detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// G above the threshold: γ ← 0.95 γ.
+    Congested,
+    /// G at or below the threshold: γ ← 1.
+    Clear,
+    /// Too few samples or too little spread: γ held.
+    Undecided,
+}
+
+/// Least-squares slope of `y` on `x` (None if x has no variance).
+pub fn slope(points: impl Iterator<Item = (f64, f64)> + Clone) -> Option<f64> {
+    let (mut n, mut sx, mut sy) = (0.0, 0.0, 0.0);
+    for (x, y) in points.clone() {
+        n += 1.0;
+        sx += x;
+        sy += y;
+    }
+    if n < 2.0 {
+        return None;
+    }
+    let (mx, my) = (sx / n, sy / n);
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (x, y) in points {
+        sxy += (x - mx) * (y - my);
+        sxx += (x - mx) * (x - mx);
+    }
+    if sxx <= 0.0 {
+        return None;
+    }
+    Some(sxy / sxx)
+}
+
+/// The in-flight gradient detector and γ.
+#[derive(Debug, Clone)]
+pub struct CongestionDetector {
+    cfg: DetectorConfig,
+    /// (send time, x in bytes, D in seconds).
+    samples: VecDeque<(Instant, f64, f64)>,
+    gamma: f64,
+    last_decision: Option<Instant>,
+    gradient: Option<f64>,
+}
+
+impl CongestionDetector {
+    /// A detector with γ = γ₀.
+    pub fn new(cfg: DetectorConfig) -> Self {
+        CongestionDetector {
+            cfg,
+            samples: VecDeque::new(),
+            gamma: cfg.gamma_initial,
+            last_decision: None,
+            gradient: None,
+        }
+    }
+
+    /// γ.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
+    }
+    /// The last normalised gradient G computed.
+    pub fn gradient(&self) -> Option<f64> {
+        self.gradient
+    }
+    /// Samples in the window.
+    pub fn samples_in_window(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Back to γ₀ with an empty window (leaving fall-back, I19).
+    pub fn reset(&mut self) {
+        self.samples.clear();
+        self.gamma = self.cfg.gamma_initial;
+        self.last_decision = None;
+        self.gradient = None;
+    }
+
+    /// Adds a frame-delay sample (I10: x = in flight before the frame). A
+    /// frame sent before the last decision is stale evidence (I12) and is
+    /// not used.
+    pub fn on_sample(&mut self, send_time: Instant, in_flight: Bytes, delay: Duration) {
+        if self.last_decision.is_some_and(|t| send_time < t) {
+            return;
+        }
+        self.samples
+            .push_back((send_time, in_flight.as_f64(), delay.as_secs_f64()));
+    }
+
+    /// Runs one detection at `now` if a feedback round (`round` = D_min + H)
+    /// has passed since the last one (I12), with BW_avg for the normalisation (I9).
+    pub fn detect(&mut self, now: Instant, bw_avg: Bitrate, round: Duration) -> Decision {
+        let w = self.cfg.detect_window;
+        while self
+            .samples
+            .front()
+            .is_some_and(|&(t, _, _)| now.saturating_duration_since(t) > w)
+        {
+            self.samples.pop_front();
+        }
+        if self
+            .last_decision
+            .is_some_and(|t| now.saturating_duration_since(t) < round)
+        {
+            return Decision::Undecided;
+        }
+        if self.samples.len() < self.cfg.detect_min_samples.max(2) {
+            return Decision::Undecided;
+        }
+        let (lo, hi) = self
+            .samples
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, x, _)| {
+                (lo.min(x), hi.max(x))
+            });
+        if hi - lo < self.cfg.detect_min_spread.as_f64() {
+            return Decision::Undecided;
+        }
+        let Some(s) = slope(self.samples.iter().map(|&(_, x, d)| (x, d))) else {
+            return Decision::Undecided;
+        };
+        // I9: G = S [s/B] · BW_avg [B/s].
+        let g = s * bw_avg.as_bps_f64() / 8.0;
+        self.gradient = Some(g);
+        self.last_decision = Some(now);
+        // I12: the next decision rests on frames sent after this one only, so
+        // one episode of congestion is not multiplied into many cuts.
+        self.samples.clear();
+        if g > self.cfg.gradient_threshold {
+            // §4.2, eq. 5: γ ← 0.95 · γ on congestion.
+            self.gamma *= self.cfg.gamma_decrease;
+            Decision::Congested
+        } else {
+            // §4.2: "If no congestion is detected, γ is reset to 1."
+            self.gamma = self.cfg.gamma_initial;
+            Decision::Clear
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng;
+    use rand::Rng as _;
+
+    fn cfg() -> DetectorConfig {
+        DetectorConfig {
+            gamma_initial: 1.0,
+            gamma_decrease: 0.95,
+            gradient_threshold: 0.5,
+            detect_window: Duration::from_secs(1),
+            detect_min_samples: 10,
+            detect_min_spread: Bytes::new(1248),
+        }
+    }
+
+    /// Eq. 4 (rebuilt): RTT = RTprop + max(0, x − BDP) / BW.
+    fn eq4(x: f64) -> f64 {
+        let bw = 2e6 / 8.0; // 2 Mbps in B/s (§4.2)
+        let rtprop = 0.025;
+        rtprop + (x - bw * rtprop).max(0.0) / bw
+    }
+
+    #[test]
+    fn inflight_gradient_on_eq4_trace() {
+        // §4.2 synthetic set-up: 2 Mbps, RTprop 25 ms, BDP 6250 B.
+        let mut r = rng::stream(7, 1);
+        // An encoder-like in-flight series, one sample per 33 ms: phases of
+        // 10–20 s whose mean lies either below the BDP (3 ± 2.5 KB) or above
+        // it (9 ± 1.2 KB: a standing queue whose level varies by about one
+        // packet), as in Fig. 7.
+        let mut series = Vec::new();
+        let mut k = 0u64;
+        let mut above = false;
+        while series.len() < 6000 {
+            let len = 300 + (r.random::<f64>() * 300.0) as usize;
+            let (mean, spread) = if above {
+                (9_000.0, 1_200.0)
+            } else {
+                (3_000.0, 2_500.0)
+            };
+            for _ in 0..len {
+                let x = mean + (r.random::<f64>() * 2.0 - 1.0) * spread;
+                series.push((Instant::from_millis(33 * k), x, eq4(x)));
+                k += 1;
+            }
+            above = !above;
+        }
+        // Three signals over the same 5 s window (Fig. 7): the in-flight
+        // gradient (G > 0.5), RTT − minRTT above one packet's queueing delay
+        // (1248 B at 2 Mbps = 5 ms), and ∂RTT/∂t > 0. Ground truth: RTT > RTprop.
+        let w = 150;
+        let (mut ok_g, mut ok_min, mut ok_t, mut n) = (0, 0, 0, 0);
+        let (mut standing, mut standing_g, mut standing_min, mut standing_t) = (0, 0, 0, 0);
+        for i in w..series.len() {
+            let win = &series[i - w..=i];
+            let truth = series[i].2 > 0.025 + 1e-9;
+            let g = slope(win.iter().map(|&(_, x, d)| (x, d))).unwrap() * 2e6 / 8.0 > 0.5;
+            let min_rtt = win.iter().map(|w| w.2).fold(f64::MAX, f64::min);
+            let q = series[i].2 - min_rtt > 0.005;
+            let st = slope(win.iter().map(|&(t, _, d)| (t.as_secs_f64(), d))).unwrap() > 0.0;
+            n += 1;
+            ok_g += usize::from(g == truth);
+            ok_min += usize::from(q == truth);
+            ok_t += usize::from(st == truth);
+            // A queue that has stood for the whole window ("after the queue
+            // has built up"): only the in-flight gradient still sees it.
+            if win.iter().all(|p| p.2 > 0.025 + 1e-9) {
+                standing += 1;
+                standing_g += usize::from(g);
+                standing_min += usize::from(q);
+                standing_t += usize::from(st);
+            }
+        }
+        assert!(standing > 1000);
+        assert_eq!(standing_g, standing, "G misses a standing queue");
+        assert!(
+            standing_min * 2 < standing && standing_t * 10 < standing * 7,
+            "minRTT {standing_min}, time {standing_t} of {standing}"
+        );
+        let acc = |k: usize| k as f64 / n as f64;
+        let (ag, am, at) = (acc(ok_g), acc(ok_min), acc(ok_t));
+        // Overall (pointwise) the gradient is at least as accurate; its errors
+        // are the 5 s after a queue drains, while the window still holds
+        // congested points (why `detect_window` is 1 s, I11).
+        assert!(
+            ag >= am && ag > at + 0.1,
+            "gradient {ag}, minRTT {am}, time {at}"
+        );
+        // Regimes of eq. 4: G ≈ 1 straddling the BDP, ≈ 0 entirely below.
+        let above: Vec<_> = (0..40)
+            .map(|i| (i as f64 * 300.0, eq4(i as f64 * 300.0 + 7000.0)))
+            .collect();
+        let g_above = slope(above.iter().copied()).unwrap() * 2e6 / 8.0;
+        assert!((g_above - 1.0).abs() < 1e-9, "{g_above}");
+        let below: Vec<_> = (0..40)
+            .map(|i| (i as f64 * 150.0, eq4(i as f64 * 150.0)))
+            .collect();
+        let g_below = slope(below.iter().copied()).unwrap() * 2e6 / 8.0;
+        assert!(g_below.abs() < 1e-9, "{g_below}");
+    }
+
+    fn feed(d: &mut CongestionDetector, t0: u64, f: impl Fn(u64) -> (u64, f64)) {
+        for k in 0..30 {
+            let (x, delay) = f(k);
+            d.on_sample(
+                Instant::from_millis(t0 + 30 * k),
+                Bytes::new(x),
+                Duration::from_secs_f64(delay),
+            );
+        }
+    }
+
+    #[test]
+    fn jitter_uncorrelated_with_inflight_is_not_congestion() {
+        let mut d = CongestionDetector::new(cfg());
+        let mut r = rng::stream(3, 2);
+        let jit: Vec<f64> = (0..30).map(|_| r.random::<f64>() * 0.030).collect();
+        // x alternates low/high, jitter drawn independently of it.
+        feed(&mut d, 0, |k| {
+            (1000 + (k % 7) * 1500, 0.025 + jit[k as usize])
+        });
+        let bw = Bitrate::mbps(2);
+        let dec = d.detect(Instant::from_millis(900), bw, Duration::from_millis(100));
+        assert_eq!(dec, Decision::Clear, "G = {:?}", d.gradient());
+        assert!((d.gamma() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn constant_inflight_gives_no_decision() {
+        let mut d = CongestionDetector::new(cfg());
+        feed(&mut d, 0, |k| {
+            (5000 + (k % 2) * 1000, 0.025 + k as f64 * 0.001)
+        });
+        let dec = d.detect(Instant::from_millis(900), Bitrate::mbps(2), Duration::ZERO);
+        assert_eq!(dec, Decision::Undecided);
+    }
+
+    #[test]
+    fn gamma_decreases_by_0_95_and_resets_to_1() {
+        let mut d = CongestionDetector::new(cfg());
+        let bw = Bitrate::mbps(2);
+        feed(&mut d, 0, |k| {
+            let x = (k % 10) * 1000 + 6000;
+            (x, eq4(x as f64))
+        });
+        let round = Duration::from_millis(100);
+        assert_eq!(
+            d.detect(Instant::from_millis(900), bw, round),
+            Decision::Congested
+        );
+        feed(&mut d, 900, |k| {
+            let x = (k % 10) * 1000 + 6000;
+            (x, eq4(x as f64))
+        });
+        assert_eq!(
+            d.detect(Instant::from_millis(1800), bw, round),
+            Decision::Congested
+        );
+        assert!((d.gamma() - 0.9025).abs() < 1e-12);
+        // The window moves on to uncongested samples.
+        feed(&mut d, 1800, |k| {
+            let x = (k % 5) * 1000;
+            (x, eq4(x as f64))
+        });
+        assert_eq!(
+            d.detect(Instant::from_millis(2700), bw, round),
+            Decision::Clear
+        );
+        assert!((d.gamma() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_decision_per_feedback_round() {
+        let mut d = CongestionDetector::new(cfg());
+        let bw = Bitrate::mbps(2);
+        feed(&mut d, 0, |k| {
+            let x = (k % 10) * 1000 + 6000;
+            (x, eq4(x as f64))
+        });
+        let round = Duration::from_millis(100);
+        for i in 0..10 {
+            d.detect(Instant::from_millis(900 + 9 * i), bw, round);
+        }
+        assert!((d.gamma() - 0.95).abs() < 1e-12, "{}", d.gamma());
+    }
+
+    #[test]
+    fn decisions_use_only_frames_sent_after_the_last_one() {
+        let mut d = CongestionDetector::new(cfg());
+        let bw = Bitrate::mbps(2);
+        let congested = |k: u64| {
+            let x = (k % 10) * 1000 + 6000;
+            (x, eq4(x as f64))
+        };
+        feed(&mut d, 0, congested);
+        assert_eq!(
+            d.detect(Instant::from_millis(900), bw, Duration::ZERO),
+            Decision::Congested
+        );
+        // Frames sent before the decision but reported after it are stale:
+        // no second cut on the same evidence, however much time passes.
+        feed(&mut d, 0, congested);
+        assert_eq!(
+            d.detect(Instant::from_secs(2), bw, Duration::ZERO),
+            Decision::Undecided
+        );
+        assert!((d.gamma() - 0.95).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,612 @@
+//! Camel: frame-level congestion control for live streaming under encoder
+//! undershooting (*Camel: Frame-Level Bandwidth Estimation for Low-Latency Live
+//! Streaming under Video Bitrate Undershooting*, `papers/camel.txt` §3–§4).
+//!
+//! Four parts (Fig. 6), one file each:
+//!
+//! - the **Bandwidth and Delay Estimator** (§4.1): per-frame bandwidth from the
+//!   dispersion of the frame's back-to-back head (eq. 2, [`frame_sampler`]),
+//!   frame delay = RTT of the frame's first packet, BW_avg, D_min and the BDP
+//!   (eq. 3, [`estimator`]);
+//! - the **Congestion Detector** (§4.2, [`congestion`]): the gradient of frame
+//!   delay against bytes in flight sets γ (eq. 5); the encoder gets
+//!   γ · BW_avg (eq. 6);
+//! - the **Bursting Length Controller** (§4.3, [`burst_length`]): per-2 KB-slice
+//!   loss, the physical-loss estimate, L updated every 5 s (eq. 7), and the
+//!   fall-back to GCC at the minimum L;
+//! - the **Packet Sender** (§3): [`SendBudget::frame_burst`] = L, so the pacer
+//!   releases each frame's first L bytes back-to-back and paces the rest.
+//!
+//! `docs/algorithms/camel.md` is the design note: the equations (rebuilt from
+//! the prose, since our copy lost them), interpretations I1–I21, deviations.
+//!
+//! ## Call protocol
+//!
+//! As every [`CongestionController`]: feed every sent packet and every feedback
+//! report; call [`on_timeout`](CongestionController::on_timeout) when
+//! [`poll_timeout`](CongestionController::poll_timeout) is reached (the 5 s
+//! burst-length period, or GCC's timer in fall-back).
+
+pub mod burst_length;
+pub mod congestion;
+pub mod estimator;
+pub mod frame_sampler;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use self::burst_length::{BurstConfig, BurstLengthController, BurstUpdate};
+use self::congestion::{CongestionDetector, DetectorConfig};
+use self::estimator::Estimator;
+use self::frame_sampler::FrameSampler;
+use crate::cc::gcc::{Gcc, GccConfig, GccConfigError};
+use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::media::frame::FrameInfo;
+use crate::packet::{FeedbackReport, SentPacket};
+use crate::time::{Duration, Instant};
+use crate::units::{Bitrate, Bytes};
+
+/// Smallest window: two full packets (1200 B payload + 48 B headers, the
+/// simulator's default packet; I13).
+pub const MIN_CWND: Bytes = Bytes::new(2 * 1248);
+
+/// Configuration of [`Camel`]. Every default cites its source; "ours" marks a
+/// value the paper leaves open (see the note's parameters table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CamelConfig {
+    /// Target before the first bandwidth sample (rtcc default, as GCC).
+    pub start_bitrate: Bitrate,
+    /// Lower bound of the target (rtcc default, as GCC).
+    pub min_bitrate: Bitrate,
+    /// Upper bound of the target (rtcc default, as GCC).
+    pub max_bitrate: Bitrate,
+    /// γ₀ (§4.2: "we set the initial value of γ to 1").
+    pub gamma_initial: f64,
+    /// γ multiplier on congestion (§4.2, eq. 5: 0.95).
+    pub gamma_decrease: f64,
+    /// Threshold on the normalised gradient G (ours, I9, tuned on the §5.2
+    /// runs; §4.2 "a predefined threshold").
+    pub gradient_threshold: f64,
+    /// Gradient window (ours, I11; §4.2 "short-term trend").
+    pub detect_window: Duration,
+    /// Fewest frame-delay samples for a decision (ours, I11).
+    pub detect_min_samples: usize,
+    /// Smallest in-flight spread for a decision (ours, I11: one full packet).
+    pub detect_min_spread: Bytes,
+    /// BW_avg window (ours, I8).
+    pub bw_window: Duration,
+    /// D_min window (ours, I8: BBR's 10 s min-RTT window).
+    pub min_delay_window: Duration,
+    /// Largest send gap inside a frame's head (ours, I2).
+    pub burst_gap: Duration,
+    /// Age after which a frame record is closed with what it has (ours, I5).
+    pub record_timeout: Duration,
+    /// Pacing rate, × the target (ours, I14: above 1 so that an encoder
+    /// overshoot queues in the network, where the detector sees it).
+    pub pacing_gain: f64,
+    /// Loss slice (§4.3: "fixed 2 KB intervals").
+    pub slice: Bytes,
+    /// Burst-length update period (§4.3: "updated every 5 seconds").
+    pub burst_update_interval: Duration,
+    /// Margin of p_cur over p_phys, absolute (§4.3: "10 % above p_min", I17).
+    pub loss_margin: f64,
+    /// Step of L (ours, I18: one slice).
+    pub burst_step: Bytes,
+    /// Smallest L (ours, I18: one slice).
+    pub burst_min: Bytes,
+    /// Initial L (ours, I18).
+    pub burst_initial: Bytes,
+    /// Largest L (ours, I18).
+    pub burst_max: Bytes,
+    /// Fewest packets for a slice's loss rate to count (ours, I16, I18).
+    pub slice_min_packets: u64,
+    /// Periods pooled for p_phys (ours, I16: 6 × 5 s = 30 s).
+    pub phys_loss_history: usize,
+    /// Time in fall-back before Camel tries again (ours, I19).
+    pub fallback_hold: Duration,
+    /// The fall-back controller (§4.3 "a GCC-based approach"); its start
+    /// bitrate is replaced by Camel's target at entry, its bounds by Camel's.
+    pub gcc: GccConfig,
+}
+
+impl Default for CamelConfig {
+    fn default() -> Self {
+        CamelConfig {
+            start_bitrate: Bitrate::kbps(300),
+            min_bitrate: Bitrate::kbps(30),
+            max_bitrate: Bitrate::mbps(10),
+            gamma_initial: 1.0,
+            gamma_decrease: 0.95,
+            gradient_threshold: 0.7,
+            detect_window: Duration::from_secs(1),
+            detect_min_samples: 10,
+            detect_min_spread: Bytes::new(1248),
+            bw_window: Duration::from_secs(1),
+            min_delay_window: Duration::from_secs(10),
+            burst_gap: Duration::from_millis(1),
+            record_timeout: Duration::from_secs(2),
+            pacing_gain: 1.25,
+            slice: Bytes::new(2048),
+            burst_update_interval: Duration::from_secs(5),
+            loss_margin: 0.10,
+            burst_step: Bytes::new(2048),
+            burst_min: Bytes::new(2048),
+            burst_initial: Bytes::new(8192),
+            burst_max: Bytes::new(65536),
+            slice_min_packets: 30,
+            phys_loss_history: 6,
+            fallback_hold: Duration::from_secs(30),
+            gcc: GccConfig::default(),
+        }
+    }
+}
+
+/// A [`CamelConfig`] value that cannot work.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CamelConfigError {
+    /// `min_bitrate` is above `max_bitrate`, or `max_bitrate` is zero.
+    #[error("camel: min_bitrate {min} must not exceed max_bitrate {max}, and max_bitrate must be positive")]
+    Bounds {
+        /// The configured minimum.
+        min: Bitrate,
+        /// The configured maximum.
+        max: Bitrate,
+    },
+    /// A parameter is outside its valid range.
+    #[error("camel: {key} = {value} is out of range ({expected})")]
+    OutOfRange {
+        /// Field name.
+        key: &'static str,
+        /// Given value.
+        value: f64,
+        /// The valid range, in words.
+        expected: &'static str,
+    },
+    /// The fall-back GCC configuration is invalid.
+    #[error("camel: gcc: {0}")]
+    Gcc(#[from] GccConfigError),
+}
+
+impl CamelConfig {
+    /// Checks the ranges the algorithm relies on.
+    pub fn validate(&self) -> Result<(), CamelConfigError> {
+        if self.min_bitrate > self.max_bitrate || self.max_bitrate.is_zero() {
+            return Err(CamelConfigError::Bounds {
+                min: self.min_bitrate,
+                max: self.max_bitrate,
+            });
+        }
+        let secs = |d: Duration| d.as_secs_f64();
+        let b = |x: Bytes| x.as_f64();
+        let checks: [(&'static str, f64, bool, &'static str); 19] = [
+            (
+                "gamma_initial",
+                self.gamma_initial,
+                self.gamma_initial > 0.0 && self.gamma_initial <= 1.0,
+                "(0, 1]",
+            ),
+            (
+                "gamma_decrease",
+                self.gamma_decrease,
+                self.gamma_decrease > 0.0 && self.gamma_decrease < 1.0,
+                "(0, 1)",
+            ),
+            (
+                "gradient_threshold",
+                self.gradient_threshold,
+                self.gradient_threshold.is_finite() && self.gradient_threshold > 0.0,
+                "> 0",
+            ),
+            (
+                "detect_window",
+                secs(self.detect_window),
+                !self.detect_window.is_zero(),
+                "> 0",
+            ),
+            (
+                "detect_min_samples",
+                self.detect_min_samples as f64,
+                self.detect_min_samples >= 2,
+                ">= 2",
+            ),
+            (
+                "bw_window",
+                secs(self.bw_window),
+                !self.bw_window.is_zero(),
+                "> 0",
+            ),
+            (
+                "min_delay_window",
+                secs(self.min_delay_window),
+                !self.min_delay_window.is_zero(),
+                "> 0",
+            ),
+            (
+                "record_timeout",
+                secs(self.record_timeout),
+                !self.record_timeout.is_zero(),
+                "> 0",
+            ),
+            (
+                "pacing_gain",
+                self.pacing_gain,
+                self.pacing_gain >= 1.0 && self.pacing_gain <= 10.0,
+                "[1, 10]",
+            ),
+            ("slice", b(self.slice), !self.slice.is_zero(), "> 0"),
+            (
+                "burst_update_interval",
+                secs(self.burst_update_interval),
+                !self.burst_update_interval.is_zero(),
+                "> 0",
+            ),
+            (
+                "loss_margin",
+                self.loss_margin,
+                (0.0..1.0).contains(&self.loss_margin),
+                "[0, 1)",
+            ),
+            (
+                "burst_step",
+                b(self.burst_step),
+                !self.burst_step.is_zero(),
+                "> 0",
+            ),
+            (
+                "burst_min",
+                b(self.burst_min),
+                !self.burst_min.is_zero() && self.burst_min <= self.burst_max,
+                "> 0 and <= burst_max",
+            ),
+            (
+                "burst_initial",
+                b(self.burst_initial),
+                self.burst_initial >= self.burst_min && self.burst_initial <= self.burst_max,
+                "[burst_min, burst_max]",
+            ),
+            (
+                "burst_max",
+                b(self.burst_max),
+                self.burst_max <= Bytes::new(16 << 20),
+                "<= 16 MiB",
+            ),
+            (
+                "slice_min_packets",
+                self.slice_min_packets as f64,
+                self.slice_min_packets >= 1,
+                ">= 1",
+            ),
+            (
+                "phys_loss_history",
+                self.phys_loss_history as f64,
+                self.phys_loss_history >= 1,
+                ">= 1",
+            ),
+            (
+                "fallback_hold",
+                secs(self.fallback_hold),
+                !self.fallback_hold.is_zero(),
+                "> 0",
+            ),
+        ];
+        for (key, value, ok, expected) in checks {
+            if !ok {
+                return Err(CamelConfigError::OutOfRange {
+                    key,
+                    value,
+                    expected,
+                });
+            }
+        }
+        self.gcc.validate()?;
+        Ok(())
+    }
+
+    fn detector(&self) -> DetectorConfig {
+        DetectorConfig {
+            gamma_initial: self.gamma_initial,
+            gamma_decrease: self.gamma_decrease,
+            gradient_threshold: self.gradient_threshold,
+            detect_window: self.detect_window,
+            detect_min_samples: self.detect_min_samples,
+            detect_min_spread: self.detect_min_spread,
+        }
+    }
+
+    fn burst(&self) -> BurstConfig {
+        BurstConfig {
+            slice: self.slice,
+            update_interval: self.burst_update_interval,
+            loss_margin: self.loss_margin,
+            step: self.burst_step,
+            min: self.burst_min,
+            initial: self.burst_initial,
+            max: self.burst_max,
+            slice_min_packets: self.slice_min_packets,
+            history: self.phys_loss_history,
+        }
+    }
+}
+
+/// A snapshot of Camel's state, for traces and tests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CamelInternals {
+    /// BW_avg (§4.1).
+    pub bw_avg: Option<Bitrate>,
+    /// The newest eq. 2 sample.
+    pub last_frame_bw: Option<Bitrate>,
+    /// D_min (§4.1).
+    pub d_min: Option<Duration>,
+    /// BDP = BW_avg · D_min (eq. 3).
+    pub bdp: Option<Bytes>,
+    /// γ (eq. 5).
+    pub gamma: f64,
+    /// Last normalised in-flight gradient G (I9).
+    pub gradient: Option<f64>,
+    /// Frame-delay samples in the detector window.
+    pub samples_in_window: usize,
+    /// L (eq. 7).
+    pub burst_length: Bytes,
+    /// p_phys of the last eq. 7 update.
+    pub p_phys: Option<f64>,
+    /// p_cur of the last eq. 7 update.
+    pub p_cur: Option<f64>,
+    /// End of the current fall-back, if GCC is in control.
+    pub fallback_until: Option<Instant>,
+}
+
+impl fmt::Display for CamelInternals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+        write!(
+            f,
+            "bw_avg={} last_bw={} d_min={} bdp={} gamma={:.4} G={} n={} L={} p_phys={} p_cur={} fallback_until={}",
+            self.bw_avg.map_or_else(|| "-".into(), |b| b.to_string()),
+            self.last_frame_bw.map_or_else(|| "-".into(), |b| b.to_string()),
+            self.d_min.map_or_else(|| "-".into(), |d| d.to_string()),
+            self.bdp.map_or_else(|| "-".into(), |b| b.to_string()),
+            self.gamma,
+            opt(self.gradient),
+            self.samples_in_window,
+            self.burst_length,
+            opt(self.p_phys),
+            opt(self.p_cur),
+            self.fallback_until.map_or_else(|| "-".into(), |t| t.to_string()),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Fallback {
+    gcc: Box<Gcc>,
+    until: Instant,
+}
+
+/// The Camel controller.
+#[derive(Debug)]
+pub struct Camel {
+    config: CamelConfig,
+    sampler: FrameSampler,
+    estimator: Estimator,
+    detector: CongestionDetector,
+    burst: BurstLengthController,
+    fallback: Option<Fallback>,
+    /// Target used until the first bandwidth sample: the start bitrate, or
+    /// GCC's last target after a fall-back (I19).
+    held_target: Bitrate,
+}
+
+impl Camel {
+    /// A Camel controller starting at `now`. An invalid `config` is used as
+    /// given; call [`CamelConfig::validate`] first.
+    pub fn new(now: Instant, config: CamelConfig) -> Self {
+        Camel {
+            sampler: FrameSampler::new(config.burst_gap, config.record_timeout, config.slice),
+            estimator: Estimator::new(config.bw_window, config.min_delay_window),
+            detector: CongestionDetector::new(config.detector()),
+            burst: BurstLengthController::new(now, config.burst()),
+            fallback: None,
+            held_target: config
+                .start_bitrate
+                .clamp(config.min_bitrate, config.max_bitrate),
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CamelConfig {
+        &self.config
+    }
+
+    /// A snapshot of the internal state.
+    pub fn internals(&self) -> CamelInternals {
+        CamelInternals {
+            bw_avg: self.estimator.bw_avg(),
+            last_frame_bw: self.estimator.last_frame_bw(),
+            d_min: self.estimator.d_min(),
+            bdp: self.estimator.bdp(),
+            gamma: self.detector.gamma(),
+            gradient: self.detector.gradient(),
+            samples_in_window: self.detector.samples_in_window(),
+            burst_length: self.burst.burst_length(),
+            p_phys: self.burst.p_phys(),
+            p_cur: self.burst.p_cur(),
+            fallback_until: self.fallback.as_ref().map(|f| f.until),
+        }
+    }
+
+    /// True while GCC is in control (§4.3).
+    pub fn in_fallback(&self) -> bool {
+        self.fallback.is_some()
+    }
+
+    /// Camel's own target, eq. 6: γ · BW_avg clamped to the bounds.
+    fn camel_target(&self) -> Bitrate {
+        match self.estimator.bw_avg() {
+            // §4.2, eq. 6: target = γ · BW_avg.
+            Some(bw) => bw
+                .mul_f64(self.detector.gamma())
+                .clamp(self.config.min_bitrate, self.config.max_bitrate),
+            None => self.held_target,
+        }
+    }
+
+    fn enter_fallback(&mut self, now: Instant) {
+        let gcc = GccConfig {
+            start_bitrate: self.camel_target(),
+            min_bitrate: self.config.min_bitrate,
+            max_bitrate: self.config.max_bitrate,
+            ..self.config.gcc.clone()
+        };
+        self.fallback = Some(Fallback {
+            gcc: Box::new(Gcc::new(now, gcc)),
+            until: now + self.config.fallback_hold,
+        });
+    }
+
+    fn leave_fallback(&mut self, now: Instant) {
+        if let Some(f) = self.fallback.take() {
+            // I19: back to Camel at L_min, γ = 1, empty windows; GCC's last
+            // target until the first new sample.
+            self.held_target = f.gcc.target_bitrate();
+            self.estimator.reset_bandwidth();
+            self.detector.reset();
+            self.burst.restart(now, self.config.burst_min);
+        }
+    }
+}
+
+impl CongestionController for Camel {
+    fn name(&self) -> &'static str {
+        "camel"
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
+        self.sampler.on_packet_sent(now, pkt);
+        if let Some(f) = &mut self.fallback {
+            f.gcc.on_packet_sent(now, pkt);
+        }
+    }
+
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        // Q3: D_min / 2 maps receiver timestamps to the sender clock.
+        let owd_min = self
+            .estimator
+            .d_min()
+            .unwrap_or(Duration::ZERO)
+            .mul_f64(0.5);
+        let out = self.sampler.on_feedback(now, report, owd_min);
+        for s in &out.bandwidth {
+            self.estimator.on_bandwidth(s.send_time, s.bandwidth);
+        }
+        for s in &out.delay {
+            self.estimator.on_delay(s.send_time, s.delay);
+            self.detector.on_sample(s.send_time, s.in_flight, s.delay);
+        }
+        for o in &out.slices {
+            self.burst.on_outcome(o.slice, o.lost);
+        }
+        if let Some(h) = out.hold {
+            self.estimator.on_hold(now, h);
+        }
+        let new_delay = !out.delay.is_empty();
+        self.estimator.update(now);
+        if new_delay {
+            if let (Some(bw), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) {
+                // I12: one decision per feedback round, D_min + H.
+                let round = d_min + self.estimator.hold();
+                self.detector.detect(now, bw, round);
+            }
+        }
+        if let Some(f) = &mut self.fallback {
+            f.gcc.on_feedback(now, report);
+        }
+    }
+
+    fn on_frame(&mut self, now: Instant, frame: &FrameInfo) {
+        if let Some(f) = &mut self.fallback {
+            f.gcc.on_frame(now, frame);
+        }
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        if let Some(f) = &mut self.fallback {
+            if now >= f.until {
+                self.leave_fallback(now);
+            } else {
+                if f.gcc.poll_timeout().is_some_and(|t| t <= now) {
+                    f.gcc.on_timeout(now);
+                }
+                return;
+            }
+        }
+        // §4.3, eq. 7 every 5 s; fall back at the minimum length.
+        if let Some(BurstUpdate::Fallback) = self.burst.on_timeout(now) {
+            self.enter_fallback(now);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match &self.fallback {
+            Some(f) => Some(f.gcc.poll_timeout().map_or(f.until, |t| t.min(f.until))),
+            None => Some(self.burst.next_update()),
+        }
+    }
+
+    fn target_bitrate(&self) -> Bitrate {
+        match &self.fallback {
+            Some(f) => f.gcc.target_bitrate(),
+            None => self.camel_target(),
+        }
+    }
+
+    fn send_budget(&self) -> SendBudget {
+        if let Some(f) = &self.fallback {
+            return f.gcc.send_budget();
+        }
+        let l = self.burst.burst_length();
+        let target = self.camel_target();
+        // I14: the paced tail runs at γ · BW_avg · pacing_gain.
+        let pacing_rate = target.mul_f64(self.config.pacing_gain).max(Bitrate::bps(1));
+        // Eq. 1 with allowances (I13): γ · BW_avg · (D_min + H) + L.
+        let cwnd = match (self.estimator.bw_avg(), self.estimator.d_min()) {
+            (Some(_), Some(d_min)) => {
+                Some((target * (d_min + self.estimator.hold()) + l).max(MIN_CWND))
+            }
+            _ => None,
+        };
+        SendBudget {
+            pacing_rate,
+            cwnd,
+            max_burst: Bytes::ZERO,
+            frame_burst: Some(l),
+        }
+    }
+
+    fn estimate(&self) -> Estimate {
+        if let Some(f) = &self.fallback {
+            let e = f.gcc.estimate();
+            return Estimate {
+                state: "fallback",
+                ..e
+            };
+        }
+        let state = if self.estimator.bw_avg().is_none() {
+            "startup"
+        } else if self.detector.gamma() < self.config.gamma_initial {
+            "congested"
+        } else {
+            "normal"
+        };
+        Estimate {
+            bandwidth: Some(self.camel_target()),
+            rtt: self.estimator.last_frame_delay(),
+            min_rtt: self.estimator.d_min(),
+            loss_rate: self.burst.p_cur(),
+            state,
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Whole-controller tests of Camel through the trait.
+
+use super::*;
+use crate::pacer::Pacer;
+use crate::packet::{PacketKind, PacketResult};
+
+fn ms(x: u64) -> Instant {
+    Instant::from_millis(x)
+}
+
+/// One frame of `n` packets of 1000 B sent at `t_ms`, through a 1 Mbps
+/// bottleneck with 20 ms one-way delay, reported 10 ms after the last arrival;
+/// the report reaches the sender 20 ms later. Returns the report instant.
+fn send_frame(c: &mut Camel, fid: u64, seq: &mut u64, t_ms: u64, n: u64) -> Instant {
+    let mut pk = Vec::new();
+    for i in 0..n {
+        let p = SentPacket {
+            seq: *seq,
+            size: Bytes::new(1000),
+            send_time: ms(t_ms),
+            kind: PacketKind::Media,
+            frame_id: Some(fid),
+            first_in_frame: i == 0,
+            last_in_frame: i + 1 == n,
+            bytes_in_flight: Bytes::new(1000 * (i + 1)),
+        };
+        *seq += 1;
+        c.on_packet_sent(ms(t_ms), &p);
+        pk.push(p);
+    }
+    // 1000 B at 1 Mbps = 8 ms per packet.
+    let arrivals: Vec<Instant> = (0..n).map(|i| ms(t_ms + 20 + 8 * (i + 1))).collect();
+    let report_time = *arrivals.last().unwrap() + Duration::from_millis(10);
+    let report = FeedbackReport {
+        report_time,
+        packets: pk
+            .iter()
+            .zip(&arrivals)
+            .map(|(p, a)| PacketResult {
+                sent: *p,
+                arrival: Some(*a),
+            })
+            .collect(),
+    };
+    let now = report_time + Duration::from_millis(20);
+    c.on_feedback(now, &report);
+    now
+}
+
+#[test]
+fn send_budget_in_camel_mode() {
+    let cfg = CamelConfig::default();
+    let mut c = Camel::new(Instant::ZERO, cfg.clone());
+    // Start-up: start bitrate, no window, initial burst length.
+    let b = c.send_budget();
+    assert_eq!(b.pacing_rate, Bitrate::kbps(300).mul_f64(cfg.pacing_gain));
+    assert_eq!(b.cwnd, None);
+    assert_eq!(b.frame_burst, Some(Bytes::new(8192)));
+    assert_eq!(b.max_burst, Bytes::ZERO);
+    assert_eq!(c.estimate().state, "startup");
+    let mut seq = 0;
+    let now = send_frame(&mut c, 0, &mut seq, 0, 5);
+    // Eq. 2: 4000 B / 32 ms = 1 Mbps; γ = 1 → target 1 Mbps (eq. 6).
+    assert_eq!(c.target_bitrate(), Bitrate::mbps(1));
+    assert_eq!(c.estimate().state, "normal");
+    let b = c.send_budget();
+    assert_eq!(b.pacing_rate, Bitrate::mbps(1).mul_f64(cfg.pacing_gain));
+    let i = c.internals();
+    // Frame delay of the first packet: sent 0, arrived 28, report at 50 (hold
+    // 22), received at 70 → 48 ms.
+    assert_eq!(i.d_min, Some(Duration::from_millis(48)));
+    // I13: cwnd = γ · BW_avg · (D_min + H) + L, H = the longest hold in the
+    // report (first packet: 70 − 28 = 42 ms): 1 Mbps × 90 ms + 8192 B.
+    assert_eq!(c.internals().bdp, Some(Bytes::new(6000)));
+    assert_eq!(b.cwnd, Some(Bytes::new(11_250 + 8192)));
+    assert!(now > Instant::ZERO);
+}
+
+#[test]
+fn target_is_gamma_times_mean_bandwidth_clamped() {
+    let cfg = CamelConfig {
+        max_bitrate: Bitrate::kbps(800),
+        ..CamelConfig::default()
+    };
+    let mut c = Camel::new(Instant::ZERO, cfg);
+    let mut seq = 0;
+    send_frame(&mut c, 0, &mut seq, 0, 5);
+    assert_eq!(c.target_bitrate(), Bitrate::kbps(800));
+    assert_eq!(c.estimate().bandwidth, Some(Bitrate::kbps(800)));
+}
+
+#[test]
+fn pacer_emits_head_of_l_then_paces() {
+    let mut c = Camel::new(
+        Instant::ZERO,
+        CamelConfig {
+            burst_initial: Bytes::new(4096),
+            ..CamelConfig::default()
+        },
+    );
+    let mut seq = 0;
+    send_frame(&mut c, 0, &mut seq, 0, 5);
+    let b = c.send_budget();
+    let mut p = Pacer::new(ms(100), b);
+    p.on_frame_at_head(ms(100), 1);
+    // A 10 KB frame of 1000 B packets.
+    let mut t = ms(100);
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        t = p.next_send_time(t);
+        assert!(p.can_send(t));
+        p.on_sent(t, Bytes::new(1000));
+        times.push(t);
+    }
+    // 4 KB back-to-back (5 packets: the burst ends once 4096 B are used up)...
+    assert!(times[..5].iter().all(|&x| x == ms(100)), "{times:?}");
+    // ...then paced at γ · BW_avg · pacing_gain = 1.25 Mbps (6.4 ms per 1000 B),
+    // after the burst's own debt is paid.
+    let gap = times[6] - times[5];
+    assert_eq!(gap, Duration::from_micros(6400), "{times:?}");
+    assert!(times[5] - times[4] >= Duration::from_micros(6400 * 4));
+}
+
+#[test]
+fn fallback_through_the_trait_and_back() {
+    let cfg = CamelConfig {
+        burst_initial: Bytes::new(2048),
+        ..CamelConfig::default()
+    };
+    let mut c = Camel::new(Instant::ZERO, cfg);
+    let mut seq = 0;
+    send_frame(&mut c, 0, &mut seq, 0, 5);
+    let camel_target = c.target_bitrate();
+    // 40 packets of slice 0 (first in their frames), 30 % lost; 40 of slice 1, none lost.
+    let mut pk = Vec::new();
+    for f in 0..40u64 {
+        for i in 0..3u64 {
+            let p = SentPacket {
+                seq,
+                size: Bytes::new(1200),
+                send_time: ms(200 + 10 * f),
+                kind: PacketKind::Media,
+                frame_id: Some(10 + f),
+                first_in_frame: i == 0,
+                last_in_frame: i == 2,
+                bytes_in_flight: Bytes::new(1200),
+            };
+            seq += 1;
+            c.on_packet_sent(p.send_time, &p);
+            let lost = i == 0 && f % 10 < 3;
+            pk.push(PacketResult {
+                sent: p,
+                arrival: (!lost).then(|| ms(230 + 10 * f)),
+            });
+        }
+    }
+    c.on_feedback(
+        ms(700),
+        &FeedbackReport {
+            report_time: ms(690),
+            packets: pk,
+        },
+    );
+    assert_eq!(c.poll_timeout(), Some(Instant::from_secs(5)));
+    c.on_timeout(Instant::from_secs(5));
+    assert!(c.in_fallback());
+    assert_eq!(c.estimate().state, "fallback");
+    // GCC's budget and target, GCC started at Camel's target.
+    assert_eq!(c.target_bitrate(), camel_target);
+    let b = c.send_budget();
+    assert_eq!(b.frame_burst, None);
+    assert_eq!(b.cwnd, None);
+    assert_eq!(b.pacing_rate, camel_target.mul_f64(2.5));
+    // After the hold (30 s), Camel again at L_min, γ = 1.
+    let until = c.internals().fallback_until.unwrap();
+    assert_eq!(until, Instant::from_secs(35));
+    let mut t = Instant::from_secs(5);
+    while let Some(next) = c.poll_timeout().filter(|&n| n <= until) {
+        t = next.max(t);
+        c.on_timeout(t);
+        if !c.in_fallback() {
+            break;
+        }
+    }
+    assert!(!c.in_fallback());
+    assert_eq!(c.internals().burst_length, Bytes::new(2048));
+    assert!((c.internals().gamma - 1.0).abs() < 1e-12);
+    assert_eq!(c.send_budget().frame_burst, Some(Bytes::new(2048)));
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let bad = CamelConfig {
+        gamma_decrease: 1.5,
+        ..CamelConfig::default()
+    };
+    match bad.validate() {
+        Err(CamelConfigError::OutOfRange { key, .. }) => assert_eq!(key, "gamma_decrease"),
+        other => panic!("{other:?}"),
+    }
+    let bad = CamelConfig {
+        burst_initial: Bytes::new(1 << 20),
+        ..CamelConfig::default()
+    };
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("burst_initial"));
+    assert!(CamelConfig::default().validate().is_ok());
+}
