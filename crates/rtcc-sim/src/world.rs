@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
+use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::{CcConfig, CopaConfig, CopaMode, FixedConfig, GccConfig};
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
@@ -1520,7 +1521,9 @@ fn cc_config(
                     "min_bitrate",
                     "max_bitrate",
                     "mode",
+                    "rate_rtt",
                     "delta",
+                    "compensate_feedback_hold",
                 ],
             )?;
             let mut c = CopaConfig {
@@ -1553,6 +1556,22 @@ fn cc_config(
                     .or_else(|| v.as_integer().map(|i| i as f64))
                     .filter(|x| x.is_finite() && *x > 0.0 && *x <= 1.0)
                     .ok_or_else(|| format!("`delta`: expected a number in (0, 1], got {v}"))?;
+            }
+            if let Some(v) = t.get("rate_rtt") {
+                c.rate_rtt = match v.as_str() {
+                    Some("standing") => RateRtt::Standing,
+                    Some("srtt") => RateRtt::Smoothed,
+                    _ => {
+                        return Err(format!(
+                            "`rate_rtt`: expected \"standing\" or \"srtt\", got {v}"
+                        ))
+                    }
+                };
+            }
+            if let Some(v) = t.get("compensate_feedback_hold") {
+                c.compensate_feedback_hold = v.as_bool().ok_or_else(|| {
+                    format!("`compensate_feedback_hold`: expected true or false, got {v}")
+                })?;
             }
             Ok(CcConfig::Copa(c))
         }

@@ -116,6 +116,27 @@ impl FromStr for CopaMode {
     }
 }
 
+/// Which RTT turns the window into the target bitrate handed to the encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateRtt {
+    /// `cwnd / RTTstanding`: the rate λ of Copa's update rule (§2.1).
+    #[default]
+    Standing,
+    /// `cwnd / srtt`: the rate a window-limited sender actually gets through.
+    Smoothed,
+}
+
+impl FromStr for RateRtt {
+    type Err = UnknownCopaMode;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "standing" => Ok(RateRtt::Standing),
+            "srtt" => Ok(RateRtt::Smoothed),
+            other => Err(UnknownCopaMode(other.to_string())),
+        }
+    }
+}
+
 /// Configuration of [`Copa`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct CopaConfig {
@@ -133,6 +154,14 @@ pub struct CopaConfig {
     /// Packet size for cwnd in packets ("1/δ is in units of MTU-sized
     /// packets", §2.1); rtcc's media payload size, 1200 B.
     pub mss: Bytes,
+    /// Widen the window the pacer enforces by the bytes the receiver holds
+    /// until its next report (rtcc mapping, see [`Copa::send_budget`]'s note
+    /// in the design note). `false` applies Copa's cwnd to in-flight bytes
+    /// literally.
+    pub compensate_feedback_hold: bool,
+    /// RTT dividing cwnd in the target bitrate (pacing always uses
+    /// RTTstanding, as §2.1 says).
+    pub rate_rtt: RateRtt,
 }
 
 impl Default for CopaConfig {
@@ -144,6 +173,8 @@ impl Default for CopaConfig {
             delta: DEFAULT_DELTA,
             mode: CopaMode::Default,
             mss: Bytes::new(1200),
+            compensate_feedback_hold: true,
+            rate_rtt: RateRtt::Standing,
         }
     }
 }
@@ -201,6 +232,10 @@ pub struct Copa {
     /// Latest (virtual) ACK time, kept monotonic.
     last_ack: Instant,
     loss_fraction: f64,
+    /// Longest time the receiver held a packet before reporting it, in the
+    /// latest report: how long an acknowledged packet still counts as in
+    /// flight at the sender.
+    feedback_hold: Duration,
 }
 
 impl Copa {
@@ -224,6 +259,7 @@ impl Copa {
             window_start_cwnd: INITIAL_CWND_PACKETS,
             last_ack: now,
             loss_fraction: 0.0,
+            feedback_hold: Duration::ZERO,
         }
     }
 
@@ -253,6 +289,21 @@ impl Copa {
     /// Congestion window in bytes.
     pub fn cwnd(&self) -> Bytes {
         self.config.mss.mul_f64(self.cwnd)
+    }
+
+    /// The window the sender enforces on its in-flight bytes: Copa's cwnd,
+    /// plus, with `compensate_feedback_hold`, what Copa sends during the
+    /// receiver's hold time (`cwnd/RTTstanding × hold`). The sender counts a
+    /// packet in flight until the report that covers it arrives, up to one
+    /// feedback interval after Copa's ACK would have; without the allowance a
+    /// batched-feedback sender gets `cwnd / (RTT + hold)` instead of the
+    /// `cwnd / RTT` Copa assumes.
+    pub fn window_budget(&self) -> Bytes {
+        let cwnd = self.cwnd();
+        match (self.config.compensate_feedback_hold, self.rate()) {
+            (true, Some(rate)) => cwnd + rate * self.feedback_hold,
+            _ => cwnd,
+        }
     }
 
     fn queueing_delay(&self) -> Option<Duration> {
@@ -379,6 +430,15 @@ impl CongestionController for Copa {
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        let hold = report
+            .packets
+            .iter()
+            .filter_map(|p| p.arrival)
+            .min()
+            .map(|first| report.report_time.saturating_duration_since(first));
+        if let Some(h) = hold {
+            self.feedback_hold = h;
+        }
         let mut covered = 0usize;
         let mut lost = 0usize;
         for p in &report.packets {
@@ -403,8 +463,11 @@ impl CongestionController for Copa {
     }
 
     fn target_bitrate(&self) -> Bitrate {
-        self.rate()
-            .unwrap_or(self.config.start_bitrate)
+        let rate = match self.config.rate_rtt {
+            RateRtt::Standing => self.rate(),
+            RateRtt::Smoothed => self.srtt.map(|s| self.cwnd() / s),
+        };
+        rate.unwrap_or(self.config.start_bitrate)
             .clamp(self.config.min_bitrate, self.config.max_bitrate)
     }
 
@@ -418,7 +481,7 @@ impl CongestionController for Copa {
             .mul_f64(PACING_GAIN);
         SendBudget {
             pacing_rate: pacing.max(Bitrate::bps(1)),
-            cwnd: Some(self.cwnd().max(self.config.mss)),
+            cwnd: Some(self.window_budget().max(self.config.mss)),
             max_burst: Bytes::ZERO,
             frame_burst: None,
         }

@@ -275,7 +275,12 @@ fn cwnd_converges_to_target_rate() {
     // Pacing at 2 · cwnd / RTTstanding.
     let pacing = h.copa.send_budget().pacing_rate;
     assert!((pacing.as_bps_f64() - 2.0 * got.as_bps_f64()).abs() < 10.0);
-    assert_eq!(h.copa.send_budget().cwnd, Some(h.copa.cwnd()));
+    assert_eq!(h.copa.send_budget().cwnd, Some(h.copa.window_budget()));
+    // The harness's receiver holds each packet 5 ms: the enforced window is
+    // cwnd + (cwnd / RTTstanding) × 5 ms = cwnd × (1 + 5/60).
+    let expect = h.copa.cwnd().as_f64() * (1.0 + 5.0 / 60.0);
+    let budget = h.copa.window_budget().as_f64();
+    assert!((budget - expect).abs() <= 2.0, "{budget} vs {expect}");
 }
 
 #[test]
@@ -444,4 +449,21 @@ fn mode_names_parse() {
     assert_eq!("competitive".parse::<CopaMode>(), Ok(CopaMode::Competitive));
     assert!("fast".parse::<CopaMode>().is_err());
     assert_eq!(CopaMode::Competitive.to_string(), "competitive");
+}
+
+#[test]
+fn literal_window_and_srtt_rate_options() {
+    let mut cfg = config(CopaMode::Default);
+    cfg.compensate_feedback_hold = false;
+    cfg.rate_rtt = RateRtt::Smoothed;
+    let mut h = steady_queue();
+    h.copa = Copa::new(Instant::ZERO, cfg);
+    h.now = Instant::ZERO;
+    h.in_flight.clear();
+    h.run(at(2_000), ms(1), |t| if t > at(200) { ms(60) } else { ms(40) });
+    assert_eq!(h.copa.send_budget().cwnd, Some(h.copa.cwnd()));
+    // Target = cwnd / srtt; srtt has converged to 60 ms.
+    let srtt = h.state().srtt.unwrap();
+    let expect = h.copa.cwnd() / srtt;
+    assert_eq!(h.copa.target_bitrate(), expect);
 }
