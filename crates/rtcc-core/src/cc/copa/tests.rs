@@ -460,7 +460,11 @@ fn literal_window_and_srtt_rate_options() {
     h.copa = Copa::new(Instant::ZERO, cfg);
     h.now = Instant::ZERO;
     h.in_flight.clear();
-    h.run(at(2_000), ms(1), |t| if t > at(200) { ms(60) } else { ms(40) });
+    h.run(
+        at(2_000),
+        ms(1),
+        |t| if t > at(200) { ms(60) } else { ms(40) },
+    );
     assert_eq!(h.copa.send_budget().cwnd, Some(h.copa.cwnd()));
     // Target = cwnd / srtt; srtt has converged to 60 ms.
     let srtt = h.state().srtt.unwrap();
