@@ -398,7 +398,7 @@ pub struct FlowSpec {
     pub name: String,
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed | camel | sqp | pudica; tcp: newreno).
+    /// Congestion controller (media: gcc | fixed | camel | copa | sqp | pudica; tcp: newreno).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]

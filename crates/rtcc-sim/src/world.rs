@@ -10,7 +10,10 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use rtcc_core::cc::{CamelConfig, CcConfig, FixedConfig, GccConfig, PudicaConfig, SqpConfig};
+use rtcc_core::cc::copa::RateRtt;
+use rtcc_core::cc::{
+    CamelConfig, CcConfig, CopaConfig, CopaMode, FixedConfig, GccConfig, PudicaConfig, SqpConfig,
+};
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
     EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
@@ -1556,6 +1559,68 @@ fn cc_config(
                     .ok_or_else(|| format!("`pacing_factor`: expected a number ≥ 1, got {v}"))?;
             }
             Ok(CcConfig::Fixed(c))
+        }
+        "copa" => {
+            check_keys(
+                t,
+                &[
+                    "start_bitrate",
+                    "min_bitrate",
+                    "max_bitrate",
+                    "mode",
+                    "rate_rtt",
+                    "delta",
+                    "compensate_feedback_hold",
+                ],
+            )?;
+            let mut c = CopaConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..CopaConfig::default()
+            };
+            if let Some(r) = get_rate(t, "start_bitrate")? {
+                c.start_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "min_bitrate")? {
+                c.min_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "max_bitrate")? {
+                c.max_bitrate = r;
+            }
+            if let Some(v) = t.get("mode") {
+                c.mode = v
+                    .as_str()
+                    .ok_or_else(|| {
+                        format!("`mode`: expected \"default\" or \"competitive\", got {v}")
+                    })?
+                    .parse::<CopaMode>()
+                    .map_err(|e| format!("`mode`: {e}"))?;
+            }
+            if let Some(v) = t.get("delta") {
+                c.delta = v
+                    .as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .filter(|x| x.is_finite() && *x > 0.0 && *x <= 1.0)
+                    .ok_or_else(|| format!("`delta`: expected a number in (0, 1], got {v}"))?;
+            }
+            if let Some(v) = t.get("rate_rtt") {
+                c.rate_rtt = match v.as_str() {
+                    Some("standing") => RateRtt::Standing,
+                    Some("srtt") => RateRtt::Smoothed,
+                    _ => {
+                        return Err(format!(
+                            "`rate_rtt`: expected \"standing\" or \"srtt\", got {v}"
+                        ))
+                    }
+                };
+            }
+            if let Some(v) = t.get("compensate_feedback_hold") {
+                c.compensate_feedback_hold = v.as_bool().ok_or_else(|| {
+                    format!("`compensate_feedback_hold`: expected true or false, got {v}")
+                })?;
+            }
+            Ok(CcConfig::Copa(c))
         }
         "sqp" => {
             check_keys(

@@ -5,6 +5,7 @@
 //! per-packet path; `Box<dyn CongestionController>` is for plug-ins only.
 
 pub mod camel;
+pub mod copa;
 pub mod fixed;
 pub mod gcc;
 pub mod pudica;
@@ -16,6 +17,7 @@ use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
 pub use camel::{Camel, CamelConfig};
+pub use copa::{Copa, CopaConfig, CopaMode};
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};
@@ -122,11 +124,13 @@ pub enum CcConfig {
     Pudica(PudicaConfig),
     /// Camel, frame-level congestion control (papers/camel.txt).
     Camel(CamelConfig),
+    /// Copa (NSDI 2018).
+    Copa(CopaConfig),
 }
 
 impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
-    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "camel", "sqp", "pudica"];
+    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "camel", "copa", "sqp", "pudica"];
 
     /// The default configuration of the built-in controller `name` (one of
     /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
@@ -137,6 +141,7 @@ impl CcConfig {
             "sqp" => Some(CcConfig::Sqp(SqpConfig::default())),
             "pudica" => Some(CcConfig::Pudica(PudicaConfig::default())),
             "camel" => Some(CcConfig::Camel(CamelConfig::default())),
+            "copa" => Some(CcConfig::Copa(CopaConfig::default())),
             _ => None,
         }
     }
@@ -149,6 +154,7 @@ impl CcConfig {
             CcConfig::Sqp(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Pudica(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Camel(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::Copa(c) => (c.min_bitrate, c.max_bitrate),
         }
     }
 
@@ -160,6 +166,7 @@ impl CcConfig {
             CcConfig::Sqp(c) => Controller::Sqp(Box::new(Sqp::new(now, c.clone()))),
             CcConfig::Pudica(c) => Controller::Pudica(Box::new(Pudica::new(now, c.clone()))),
             CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, c.clone()))),
+            CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
         }
     }
 }
@@ -178,6 +185,8 @@ pub enum Controller {
     Pudica(Box<Pudica>),
     /// Camel.
     Camel(Box<Camel>),
+    /// Copa.
+    Copa(Box<Copa>),
 }
 
 macro_rules! dispatch {
@@ -188,6 +197,7 @@ macro_rules! dispatch {
             Controller::Sqp($c) => $e,
             Controller::Pudica($c) => $e,
             Controller::Camel($c) => $e,
+            Controller::Copa($c) => $e,
         }
     };
 }
