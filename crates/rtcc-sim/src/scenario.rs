@@ -398,7 +398,7 @@ pub struct FlowSpec {
     pub name: String,
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed; tcp: newreno).
+    /// Congestion controller (media: gcc | fixed | bbr; tcp: newreno).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use rtcc_core::cc::{CcConfig, FixedConfig, GccConfig};
+use rtcc_core::cc::{BbrConfig, CcConfig, FixedConfig, GccConfig};
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
     EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
@@ -1511,6 +1511,50 @@ fn cc_config(
                     .ok_or_else(|| format!("`pacing_factor`: expected a number ≥ 1, got {v}"))?;
             }
             Ok(CcConfig::Fixed(c))
+        }
+        "bbr" => {
+            check_keys(
+                t,
+                &[
+                    "start_bitrate",
+                    "min_bitrate",
+                    "max_bitrate",
+                    "seed",
+                    "probe_rtt_duration",
+                ],
+            )?;
+            let mut c = BbrConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..BbrConfig::default()
+            };
+            if let Some(r) = get_rate(t, "start_bitrate")? {
+                c.start_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "min_bitrate")? {
+                c.min_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "max_bitrate")? {
+                c.max_bitrate = r;
+            }
+            if let Some(v) = t.get("seed") {
+                c.seed = v
+                    .as_integer()
+                    .and_then(|i| u64::try_from(i).ok())
+                    .ok_or_else(|| format!("`seed`: expected a non-negative integer, got {v}"))?;
+            }
+            if let Some(v) = t.get("probe_rtt_duration") {
+                c.probe_rtt_duration = v
+                    .as_str()
+                    .and_then(|s| s.parse::<Duration>().ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "`probe_rtt_duration`: expected a duration such as \"200ms\", got {v}"
+                        )
+                    })?;
+            }
+            Ok(CcConfig::Bbr(c))
         }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }

@@ -4,6 +4,7 @@
 //! Built-in controllers are dispatched through the [`Controller`] enum on the
 //! per-packet path; `Box<dyn CongestionController>` is for plug-ins only.
 
+pub mod bbr;
 pub mod fixed;
 pub mod gcc;
 
@@ -12,6 +13,7 @@ use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
+pub use bbr::{Bbr, BbrConfig};
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 
@@ -110,11 +112,13 @@ pub enum CcConfig {
     Gcc(GccConfig),
     /// Constant target, for tests.
     Fixed(FixedConfig),
+    /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00).
+    Bbr(BbrConfig),
 }
 
 impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
-    pub const NAMES: &'static [&'static str] = &["gcc", "fixed"];
+    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "bbr"];
 
     /// The default configuration of the built-in controller `name` (one of
     /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
@@ -122,6 +126,7 @@ impl CcConfig {
         match name {
             "gcc" => Some(CcConfig::Gcc(GccConfig::default())),
             "fixed" => Some(CcConfig::Fixed(FixedConfig::default())),
+            "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
             _ => None,
         }
     }
@@ -131,6 +136,7 @@ impl CcConfig {
         match self {
             CcConfig::Gcc(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Fixed(c) => (c.bitrate, c.bitrate),
+            CcConfig::Bbr(c) => (c.min_bitrate, c.max_bitrate),
         }
     }
 
@@ -139,6 +145,7 @@ impl CcConfig {
         match self {
             CcConfig::Gcc(c) => Controller::Gcc(Box::new(Gcc::new(now, c.clone()))),
             CcConfig::Fixed(c) => Controller::Fixed(Fixed::new(c.clone())),
+            CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),
         }
     }
 }
@@ -151,6 +158,8 @@ pub enum Controller {
     Gcc(Box<Gcc>),
     /// Constant target.
     Fixed(Fixed),
+    /// BBR v1.
+    Bbr(Box<Bbr>),
 }
 
 macro_rules! dispatch {
@@ -158,6 +167,7 @@ macro_rules! dispatch {
         match $self {
             Controller::Gcc($c) => $e,
             Controller::Fixed($c) => $e,
+            Controller::Bbr($c) => $e,
         }
     };
 }
