@@ -1521,6 +1521,7 @@ fn cc_config(
                     "max_bitrate",
                     "seed",
                     "probe_rtt_duration",
+                    "app_limited_detection",
                 ],
             )?;
             let mut c = BbrConfig {
@@ -1553,6 +1554,11 @@ fn cc_config(
                             "`probe_rtt_duration`: expected a duration such as \"200ms\", got {v}"
                         )
                     })?;
+            }
+            if let Some(v) = t.get("app_limited_detection") {
+                c.app_limited_detection = v.as_bool().ok_or_else(|| {
+                    format!("`app_limited_detection`: expected true or false, got {v}")
+                })?;
             }
             Ok(CcConfig::Bbr(c))
         }

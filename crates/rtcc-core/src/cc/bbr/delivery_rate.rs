@@ -21,8 +21,12 @@
 //! before that count is passed carries `is_app_limited`, and so do the samples
 //! that start with it.
 //!
-//! Acknowledgement time is the sender's `now` when the feedback report is
-//! processed (the draft's ACK arrival); a report is one ACK.
+//! A feedback report is a batch of per-packet ACKs: packet P's ACK time is
+//! taken as `now − (report_time − P.arrival)`, the instant a per-packet ACK
+//! sent on P's arrival would have reached the sender (same return delay as the
+//! report). Using the report's `now` for every packet instead would count up
+//! to one extra packet per feedback interval and bias every sample upwards
+//! (see `docs/algorithms/bbr.md`, I2).
 
 use std::collections::VecDeque;
 
@@ -173,8 +177,8 @@ impl DeliveryRateEstimator {
                 self.packets.pop_front();
             }
         }
-        // rs.prior_delivered, rs.prior_time, rs.send_elapsed, rs.ack_elapsed, rs.is_app_limited
-        let mut newest: Option<(PacketState, Duration, Duration)> = None;
+        // rs.prior_delivered, rs.prior_time, rs.send_elapsed, rs.is_app_limited
+        let mut newest: Option<(PacketState, Duration)> = None;
         for r in &report.packets {
             let Some(i) = self.index_of(r.sent.seq) else {
                 // Already acknowledged, lost or forgotten.
@@ -188,18 +192,22 @@ impl DeliveryRateEstimator {
                 out.newly_lost += p.size;
                 continue;
             }
-            // draft-cheng §3.2 UpdateRateSample(P)
+            // draft-cheng §3.2 UpdateRateSample(P). The ACK time of P is when a
+            // per-packet ACK sent on its arrival would have reached us: its
+            // arrival plus the report's hold and return (`now − (report_time −
+            // arrival)`), kept monotonic and no later than `now`.
+            let hold = r.arrival.map_or(Duration::ZERO, |a| {
+                report.report_time.saturating_duration_since(a)
+            });
+            let ack_time = now.saturating_sub(hold).max(self.delivered_time).min(now);
             self.delivered += p.size;
-            self.delivered_time = now;
+            self.delivered_time = ack_time;
             out.newly_acked += p.size;
             out.largest_acked = Some(out.largest_acked.map_or(p.seq, |s| s.max(p.seq)));
-            let is_newest = newest.is_none_or(|(n, _, _)| p.delivered > n.delivered);
+            let is_newest = newest.is_none_or(|(n, _)| p.delivered > n.delivered);
             if is_newest {
                 let send_elapsed = p.send_time.saturating_duration_since(p.first_sent_time);
-                let ack_elapsed = self
-                    .delivered_time
-                    .saturating_duration_since(p.delivered_time);
-                newest = Some((p, send_elapsed, ack_elapsed));
+                newest = Some((p, send_elapsed));
                 self.first_sent_time = p.send_time;
             }
         }
@@ -208,9 +216,15 @@ impl DeliveryRateEstimator {
             // The bubble has been delivered: no longer application-limited.
             self.app_limited = None;
         }
-        let Some((p, send_elapsed, ack_elapsed)) = newest else {
+        let Some((p, send_elapsed)) = newest else {
             return out;
         };
+        // rs.ack_elapsed up to the ACK time of the whole report (in the draft
+        // every packet of one ACK shares it): `delivered` below counts every
+        // packet of the report, so the interval must reach the last of them.
+        let ack_elapsed = self
+            .delivered_time
+            .saturating_duration_since(p.delivered_time);
         out.newest_prior_delivered = Some(p.delivered);
         // "Use the longer of the send_elapsed and ack_elapsed": the slower of
         // the send and ACK rates over the interval bounds the delivery rate.

@@ -98,6 +98,11 @@ pub struct BbrConfig {
     pub full_bw_rounds: u32,
     /// Seed of the random ProbeBW start phase (draft §4.3.4.2).
     pub seed: u64,
+    /// Detect application-limited phases from the frames handed over
+    /// (draft-cheng §3.3; default `true`). `false` models a media stack that
+    /// never tells BBR it ran out of data: every sample then counts as a
+    /// bandwidth measurement, and an undershooting encoder pulls BtlBw down.
+    pub app_limited_detection: bool,
 }
 
 impl Default for BbrConfig {
@@ -118,6 +123,7 @@ impl Default for BbrConfig {
             full_bw_threshold: 1.25,
             full_bw_rounds: 3,
             seed: 0,
+            app_limited_detection: true,
         }
     }
 }
@@ -523,7 +529,16 @@ impl CongestionController for Bbr {
     }
 
     fn on_frame(&mut self, _now: Instant, frame: &FrameInfo) {
-        self.tracks_frames = true;
+        self.tracks_frames = self.config.app_limited_detection;
+        if !self.tracks_frames {
+            return;
+        }
+        // draft-cheng §3.3: the check also runs when the application writes:
+        // a frame handed over while nothing was queued and the window is open
+        // starts in an application-limited bubble.
+        if self.pending_packets == 0 && self.rate.inflight() < self.cwnd {
+            self.rate.mark_app_limited();
+        }
         self.pending_packets += u64::from(frame.num_packets);
     }
 
