@@ -31,12 +31,14 @@
 //! - [`time`], [`units`]: the unit types and their parsing from strings.
 //! - [`packet`]: [`SentPacket`], [`FeedbackReport`].
 //! - [`cc`]: the [`CongestionController`] trait and the built-in controllers.
+//! - [`estimate`]: estimators shared by several algorithms (windowed filters).
 //! - [`pacer`]: the pacer (burst allowance, frame-burst mode).
 //! - [`media`]: frames, the encoder model, the packetizer, the player.
 //! - [`feedback`]: the receiver's feedback builder.
 //! - [`session`]: the media sender and receiver sessions that tie it all together.
 
 pub mod cc;
+pub mod estimate;
 pub mod feedback;
 pub mod media;
 pub mod pacer;

@@ -398,7 +398,8 @@ pub struct FlowSpec {
     pub name: String,
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed | camel | copa | sqp | pudica; tcp: newreno).
+    /// Congestion controller (media: gcc | fixed | camel | bbr | copa | sqp | pudica;
+    /// tcp: newreno | reno | tahoe).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]

@@ -12,7 +12,8 @@ use std::io::Write;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::{
-    CamelConfig, CcConfig, CopaConfig, CopaMode, FixedConfig, GccConfig, PudicaConfig, SqpConfig,
+    BbrConfig, CamelConfig, CcConfig, CopaConfig, CopaMode, FixedConfig, GccConfig, PudicaConfig,
+    SqpConfig,
 };
 use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
@@ -1739,6 +1740,56 @@ fn cc_config(
                 ));
             }
             Ok(CcConfig::Pudica(c))
+        }
+        "bbr" => {
+            check_keys(
+                t,
+                &[
+                    "start_bitrate",
+                    "min_bitrate",
+                    "max_bitrate",
+                    "seed",
+                    "probe_rtt_duration",
+                    "app_limited_detection",
+                ],
+            )?;
+            let mut c = BbrConfig {
+                start_bitrate: enc.start_bitrate,
+                max_bitrate: enc.max_bitrate,
+                min_bitrate: enc.min_bitrate,
+                ..BbrConfig::default()
+            };
+            if let Some(r) = get_rate(t, "start_bitrate")? {
+                c.start_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "min_bitrate")? {
+                c.min_bitrate = r;
+            }
+            if let Some(r) = get_rate(t, "max_bitrate")? {
+                c.max_bitrate = r;
+            }
+            if let Some(v) = t.get("seed") {
+                c.seed = v
+                    .as_integer()
+                    .and_then(|i| u64::try_from(i).ok())
+                    .ok_or_else(|| format!("`seed`: expected a non-negative integer, got {v}"))?;
+            }
+            if let Some(v) = t.get("probe_rtt_duration") {
+                c.probe_rtt_duration = v
+                    .as_str()
+                    .and_then(|s| s.parse::<Duration>().ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "`probe_rtt_duration`: expected a duration such as \"200ms\", got {v}"
+                        )
+                    })?;
+            }
+            if let Some(v) = t.get("app_limited_detection") {
+                c.app_limited_detection = v.as_bool().ok_or_else(|| {
+                    format!("`app_limited_detection`: expected true or false, got {v}")
+                })?;
+            }
+            Ok(CcConfig::Bbr(c))
         }
         "camel" => {
             // Tunables of docs/algorithms/camel.md ("Parameters").

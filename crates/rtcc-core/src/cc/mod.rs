@@ -4,6 +4,7 @@
 //! Built-in controllers are dispatched through the [`Controller`] enum on the
 //! per-packet path; `Box<dyn CongestionController>` is for plug-ins only.
 
+pub mod bbr;
 pub mod camel;
 pub mod copa;
 pub mod fixed;
@@ -16,6 +17,7 @@ use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
+pub use bbr::{Bbr, BbrConfig};
 pub use camel::{Camel, CamelConfig};
 pub use copa::{Copa, CopaConfig, CopaMode};
 pub use fixed::{Fixed, FixedConfig};
@@ -126,11 +128,14 @@ pub enum CcConfig {
     Camel(CamelConfig),
     /// Copa (NSDI 2018).
     Copa(CopaConfig),
+    /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00).
+    Bbr(BbrConfig),
 }
 
 impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
-    pub const NAMES: &'static [&'static str] = &["gcc", "fixed", "camel", "copa", "sqp", "pudica"];
+    pub const NAMES: &'static [&'static str] =
+        &["gcc", "fixed", "camel", "bbr", "copa", "sqp", "pudica"];
 
     /// The default configuration of the built-in controller `name` (one of
     /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
@@ -142,6 +147,7 @@ impl CcConfig {
             "pudica" => Some(CcConfig::Pudica(PudicaConfig::default())),
             "camel" => Some(CcConfig::Camel(CamelConfig::default())),
             "copa" => Some(CcConfig::Copa(CopaConfig::default())),
+            "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
             _ => None,
         }
     }
@@ -155,6 +161,7 @@ impl CcConfig {
             CcConfig::Pudica(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Camel(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Copa(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::Bbr(c) => (c.min_bitrate, c.max_bitrate),
         }
     }
 
@@ -167,6 +174,7 @@ impl CcConfig {
             CcConfig::Pudica(c) => Controller::Pudica(Box::new(Pudica::new(now, c.clone()))),
             CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, c.clone()))),
             CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
+            CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),
         }
     }
 }
@@ -187,6 +195,8 @@ pub enum Controller {
     Camel(Box<Camel>),
     /// Copa.
     Copa(Box<Copa>),
+    /// BBR v1.
+    Bbr(Box<Bbr>),
 }
 
 macro_rules! dispatch {
@@ -198,6 +208,7 @@ macro_rules! dispatch {
             Controller::Pudica($c) => $e,
             Controller::Camel($c) => $e,
             Controller::Copa($c) => $e,
+            Controller::Bbr($c) => $e,
         }
     };
 }

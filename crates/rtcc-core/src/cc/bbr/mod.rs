@@ -1,0 +1,579 @@
+//! BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) as a media
+//! congestion controller.
+//!
+//! BBR builds a model of the path from two estimates (draft §4.1):
+//!
+//! - **BtlBw**, the bottleneck bandwidth: a windowed max filter over the last
+//!   10 round trips of delivery-rate samples (§4.1.1; the samples come from
+//!   [`delivery_rate`], draft-cheng-iccrg-delivery-rate-estimation-00);
+//! - **RTprop**, the round-trip propagation time: the minimum RTT of the last
+//!   10 s (§4.1.2).
+//!
+//! and sets its control parameters from them (§4.2): `pacing_rate =
+//! pacing_gain · BtlBw`, `cwnd = cwnd_gain · BtlBw · RTprop + 3 · send_quantum`,
+//! with loss-recovery conservation and a 4-packet floor. A state machine
+//! (§4.3) chooses the gains: [`startup`] (2/ln 2) until the bandwidth stops
+//! growing by 25 % for 3 rounds, Drain (ln 2 / 2) until in-flight ≤ BDP,
+//! [`probe_bw`] cycling `[1.25, 0.75, 1, 1, 1, 1, 1, 1]` one RTprop per phase,
+//! and [`probe_rtt`] (cwnd 4 packets for ≥ 200 ms and a round) whenever RTprop
+//! has not been refreshed for 10 s.
+//!
+//! ## Mapping onto rtcc
+//!
+//! - A [`FeedbackReport`] is one ACK; acknowledgement time is the sender's
+//!   `now`, RTT samples are [`FeedbackReport::rtt_sample`] (the newest received
+//!   packet, receiver hold time removed).
+//! - The encoder target is BtlBw clamped to `[min_bitrate, max_bitrate]`
+//!   (`start_bitrate` before the first sample). Because the encoder produces
+//!   at most that, a media BBR flow is application-limited most of the time;
+//!   its app-limited samples only raise BtlBw (§4.1.1.4), so an undershooting
+//!   encoder drags the estimate down — the behaviour the Camel paper (§5.2)
+//!   measures for its BBR baseline, kept faithfully.
+//! - The sender is application-limited when every packet of the frames handed
+//!   over by [`on_frame`](CongestionController::on_frame) has been sent while
+//!   the window is still open (draft-cheng §3.3).
+//! - [`send_budget`](CongestionController::send_budget) gives the pacing rate,
+//!   `cwnd` and the send quantum as the burst allowance; no frame bursts.
+//!
+//! See `docs/algorithms/bbr.md` for every interpretation and deviation.
+
+pub mod delivery_rate;
+pub mod probe_bw;
+pub mod probe_rtt;
+pub mod startup;
+
+#[cfg(test)]
+mod tests;
+
+use self::delivery_rate::{AckOutcome, DeliveryRateEstimator};
+use super::{CongestionController, Estimate, SendBudget};
+use crate::estimate::WindowedFilter;
+use crate::media::frame::FrameInfo;
+use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
+use crate::rng::{self, Rng};
+use crate::time::{Duration, Instant};
+use crate::units::{Bitrate, Bytes};
+
+/// `BBRHighGain = 2/ln(2) ≈ 2.885`, the smallest gain that doubles the
+/// delivery rate every round trip (draft §4.3.2.1).
+pub const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
+
+/// The ProbeBW pacing-gain cycle (draft §4.3.4.1, `BBRGainCycleLen = 8`).
+pub const PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+
+/// Element id of BBR's random stream (`rng::stream(seed, BBR_RNG_ELEMENT)`).
+const BBR_RNG_ELEMENT: u64 = 0x6262_7200; // "bbr\0"
+
+/// Configuration of [`Bbr`], with the draft's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BbrConfig {
+    /// Encoder target before the first bandwidth sample; also the nominal
+    /// bandwidth of the initial pacing rate (see `docs/algorithms/bbr.md`).
+    pub start_bitrate: Bitrate,
+    /// Lowest target bitrate.
+    pub min_bitrate: Bitrate,
+    /// Highest target bitrate.
+    pub max_bitrate: Bitrate,
+    /// Sender maximum segment size (SMSS): one full media packet on the wire.
+    pub mss: Bytes,
+    /// Initial congestion window in packets (draft §4.2.3.1 defers to the
+    /// transport; RFC 6928 for TCP: 10).
+    pub initial_cwnd_packets: u64,
+    /// `BBRMinPipeCwnd` in packets (draft §4.2.3.3: 4).
+    pub min_pipe_cwnd_packets: u64,
+    /// Startup pacing and cwnd gain (draft §4.3.2.1: 2/ln 2).
+    pub high_gain: f64,
+    /// ProbeBW cwnd gain (draft §4.3.4: 2).
+    pub cwnd_gain: f64,
+    /// `BtlBwFilterLen` in round trips (draft §4.1.1.5: 10).
+    pub btlbw_filter_rounds: u64,
+    /// `RTpropFilterLen` (draft §4.1.2.3: 10 s).
+    pub rtprop_filter_len: Duration,
+    /// `ProbeRTTDuration` (draft §4.3.5: 200 ms).
+    pub probe_rtt_duration: Duration,
+    /// Startup exits when BtlBw grew by less than this factor ... (draft
+    /// §4.3.2.2: 1.25) ...
+    pub full_bw_threshold: f64,
+    /// ... for this many rounds in a row (draft §4.3.2.2: 3).
+    pub full_bw_rounds: u32,
+    /// Seed of the random ProbeBW start phase (draft §4.3.4.2).
+    pub seed: u64,
+    /// Detect application-limited phases from the frames handed over
+    /// (draft-cheng §3.3; default `true`). `false` models a media stack that
+    /// never tells BBR it ran out of data: every sample then counts as a
+    /// bandwidth measurement, and an undershooting encoder pulls BtlBw down.
+    pub app_limited_detection: bool,
+}
+
+impl Default for BbrConfig {
+    fn default() -> Self {
+        BbrConfig {
+            start_bitrate: Bitrate::kbps(300),
+            min_bitrate: Bitrate::kbps(30),
+            max_bitrate: Bitrate::mbps(10),
+            // DEFAULT_MTU + DEFAULT_HEADER_OVERHEAD of the packetizer.
+            mss: Bytes::new(1200 + 48),
+            initial_cwnd_packets: 10,
+            min_pipe_cwnd_packets: 4,
+            high_gain: HIGH_GAIN,
+            cwnd_gain: 2.0,
+            btlbw_filter_rounds: 10,
+            rtprop_filter_len: Duration::from_secs(10),
+            probe_rtt_duration: Duration::from_millis(200),
+            full_bw_threshold: 1.25,
+            full_bw_rounds: 3,
+            seed: 0,
+            app_limited_detection: true,
+        }
+    }
+}
+
+/// BBR's state machine (draft §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BbrState {
+    /// Exponential search for the bottleneck bandwidth (§4.3.2).
+    Startup,
+    /// Drain the queue Startup built (§4.3.3).
+    Drain,
+    /// Steady state: cycle the pacing gain to probe for bandwidth (§4.3.4).
+    ProbeBw,
+    /// Cut in-flight to 4 packets to measure RTprop (§4.3.5).
+    ProbeRtt,
+}
+
+impl BbrState {
+    /// The state's name for traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            BbrState::Startup => "startup",
+            BbrState::Drain => "drain",
+            BbrState::ProbeBw => "probe_bw",
+            BbrState::ProbeRtt => "probe_rtt",
+        }
+    }
+}
+
+/// BBR v1.
+#[derive(Debug, Clone)]
+pub struct Bbr {
+    config: BbrConfig,
+    rng: Rng,
+    rate: DeliveryRateEstimator,
+    state: BbrState,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    // --- model (§4.1)
+    btlbw_filter: WindowedFilter<Bitrate, u64>,
+    rtprop: Option<Duration>,
+    rtprop_stamp: Instant,
+    rtprop_expired: bool,
+    // --- round counting (§4.1.1.3)
+    next_round_delivered: Bytes,
+    round_start: bool,
+    round_count: u64,
+    // --- Startup (§4.3.2.2)
+    filled_pipe: bool,
+    full_bw: Bitrate,
+    full_bw_count: u32,
+    // --- ProbeBW (§4.3.4.3)
+    cycle_index: usize,
+    cycle_stamp: Instant,
+    // --- ProbeRTT (§4.3.5)
+    probe_rtt_done_stamp: Option<Instant>,
+    probe_rtt_round_done: bool,
+    idle_restart: bool,
+    // --- control parameters (§4.2)
+    pacing_rate: Bitrate,
+    send_quantum: Bytes,
+    cwnd: Bytes,
+    target_cwnd: Bytes,
+    prior_cwnd: Bytes,
+    // --- loss recovery (§4.2.3.4)
+    packet_conservation: bool,
+    /// In recovery until a packet sent after this sequence number is acknowledged.
+    recovery_until: Option<SeqNo>,
+    recovery_round: u64,
+    largest_sent: Option<SeqNo>,
+    // --- application-limited detection (draft-cheng §3.3)
+    tracks_frames: bool,
+    pending_packets: u64,
+    // --- traces
+    srtt: Option<Duration>,
+    loss_rate: f64,
+}
+
+impl Bbr {
+    /// A BBR controller starting at `now` in Startup (draft §4.3.1 `BBRInit`).
+    pub fn new(now: Instant, config: BbrConfig) -> Self {
+        let mss = config.mss.max(Bytes::new(1));
+        let initial_cwnd = mss * config.initial_cwnd_packets.max(1);
+        // BBRInitPacingRate: high_gain × nominal bandwidth (here the start bitrate).
+        let pacing_rate = config.start_bitrate.mul_f64(config.high_gain);
+        let mut bbr = Bbr {
+            rng: rng::stream(config.seed, BBR_RNG_ELEMENT),
+            rate: DeliveryRateEstimator::new(),
+            state: BbrState::Startup,
+            pacing_gain: config.high_gain,
+            cwnd_gain: config.high_gain,
+            btlbw_filter: WindowedFilter::max(config.btlbw_filter_rounds),
+            rtprop: None,
+            rtprop_stamp: now,
+            rtprop_expired: false,
+            next_round_delivered: Bytes::ZERO,
+            round_start: false,
+            round_count: 0,
+            filled_pipe: false,
+            full_bw: Bitrate::ZERO,
+            full_bw_count: 0,
+            cycle_index: 0,
+            cycle_stamp: now,
+            probe_rtt_done_stamp: None,
+            probe_rtt_round_done: false,
+            idle_restart: false,
+            pacing_rate,
+            send_quantum: mss,
+            cwnd: initial_cwnd,
+            target_cwnd: initial_cwnd,
+            prior_cwnd: Bytes::ZERO,
+            packet_conservation: false,
+            recovery_until: None,
+            recovery_round: 0,
+            largest_sent: None,
+            tracks_frames: false,
+            pending_packets: 0,
+            srtt: None,
+            loss_rate: 0.0,
+            config,
+        };
+        bbr.set_send_quantum();
+        bbr.enter_startup();
+        bbr
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BbrConfig {
+        &self.config
+    }
+    /// The current state.
+    pub fn state(&self) -> BbrState {
+        self.state
+    }
+    /// BtlBw: the max-filtered delivery rate (zero before the first sample).
+    pub fn btlbw(&self) -> Bitrate {
+        self.btlbw_filter.best().unwrap_or(Bitrate::ZERO)
+    }
+    /// RTprop: the min RTT of the filter window, `None` before the first sample.
+    pub fn rtprop(&self) -> Option<Duration> {
+        self.rtprop
+    }
+    /// The congestion window.
+    pub fn cwnd(&self) -> Bytes {
+        self.cwnd
+    }
+    /// The pacing rate BBR asks for (before the `[min, high_gain × max]` clamp).
+    pub fn pacing_rate(&self) -> Bitrate {
+        self.pacing_rate
+    }
+    /// The current pacing gain.
+    pub fn pacing_gain(&self) -> f64 {
+        self.pacing_gain
+    }
+    /// The current cwnd gain.
+    pub fn cwnd_gain(&self) -> f64 {
+        self.cwnd_gain
+    }
+    /// Index into [`PACING_GAIN_CYCLE`] while in ProbeBW.
+    pub fn cycle_index(&self) -> usize {
+        self.cycle_index
+    }
+    /// Round trips counted so far (§4.1.1.3).
+    pub fn round_count(&self) -> u64 {
+        self.round_count
+    }
+    /// Startup has found the bottleneck bandwidth (§4.3.2.2).
+    pub fn filled_pipe(&self) -> bool {
+        self.filled_pipe
+    }
+    /// Bytes in flight as BBR counts them.
+    pub fn bytes_in_flight(&self) -> Bytes {
+        self.rate.inflight()
+    }
+    /// True while in loss recovery.
+    pub fn in_recovery(&self) -> bool {
+        self.recovery_until.is_some()
+    }
+    /// True while packet conservation holds cwnd (first round of recovery).
+    pub fn packet_conservation(&self) -> bool {
+        self.packet_conservation
+    }
+    /// The delivery-rate estimator.
+    pub fn delivery_rate(&self) -> &DeliveryRateEstimator {
+        &self.rate
+    }
+
+    fn mss(&self) -> Bytes {
+        self.config.mss.max(Bytes::new(1))
+    }
+    fn initial_cwnd(&self) -> Bytes {
+        self.mss() * self.config.initial_cwnd_packets.max(1)
+    }
+    fn min_pipe_cwnd(&self) -> Bytes {
+        self.mss() * self.config.min_pipe_cwnd_packets
+    }
+
+    /// `BBRInflight(gain)` (draft §4.2.3.2): `gain · BtlBw · RTprop + 3 · send_quantum`,
+    /// or the initial window while RTprop is unknown.
+    pub fn inflight_at_gain(&self, gain: f64) -> Bytes {
+        let Some(rtprop) = self.rtprop else {
+            return self.initial_cwnd();
+        };
+        let quanta = self.send_quantum * 3;
+        let bdp = self.btlbw() * rtprop;
+        bdp.mul_f64(gain) + quanta
+    }
+
+    // ------------------------------------------------------------------
+    // Per-ACK update (draft §4.1, §4.2: BBRUpdateOnACK)
+
+    fn update_on_ack(&mut self, now: Instant, out: &AckOutcome, rtt: Option<Duration>) {
+        self.update_recovery(out);
+        // BBRUpdateModelAndState
+        self.update_btlbw(out);
+        self.check_cycle_phase(now, out);
+        self.check_full_pipe(out);
+        self.check_drain(now);
+        self.update_rtprop(now, rtt);
+        self.check_probe_rtt(now);
+        // BBRUpdateControlParameters
+        self.set_pacing_rate();
+        self.set_send_quantum();
+        self.set_cwnd(out);
+    }
+
+    /// Round counting (§4.1.1.3): a round ends when a packet sent after the
+    /// previous round ended is acknowledged.
+    fn update_round(&mut self, out: &AckOutcome) {
+        self.round_start = false;
+        if let Some(prior_delivered) = out.newest_prior_delivered {
+            if prior_delivered >= self.next_round_delivered {
+                self.next_round_delivered = self.rate.delivered();
+                self.round_count += 1;
+                self.round_start = true;
+            }
+        }
+    }
+
+    /// `BBRUpdateBtlBw` (§4.1.1.5, §4.1.1.4): an app-limited sample may
+    /// raise the max filter but never lower it.
+    fn update_btlbw(&mut self, out: &AckOutcome) {
+        self.update_round(out);
+        if self.packet_conservation && self.round_start && self.round_count > self.recovery_round {
+            // §4.2.3.4: "After one round trip in Fast Recovery" conservation ends.
+            self.packet_conservation = false;
+        }
+        let Some(rs) = out.sample else { return };
+        if rs.delivery_rate >= self.btlbw() || !rs.is_app_limited {
+            self.btlbw_filter.update(self.round_count, rs.delivery_rate);
+        }
+    }
+
+    /// `BBRUpdateRTprop` (§4.1.2.3): take a sample that is lower, or any
+    /// sample once the estimate is older than `RTpropFilterLen`.
+    fn update_rtprop(&mut self, now: Instant, rtt: Option<Duration>) {
+        self.rtprop_expired = now > self.rtprop_stamp + self.config.rtprop_filter_len;
+        if let Some(rtt) = rtt {
+            if self.rtprop.is_none_or(|r| rtt <= r) || self.rtprop_expired {
+                self.rtprop = Some(rtt);
+                self.rtprop_stamp = now;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Control parameters (§4.2)
+
+    /// `BBRSetPacingRateWithGain` (§4.2.1): before the pipe is full the pacing
+    /// rate only grows.
+    fn set_pacing_rate_with_gain(&mut self, gain: f64) {
+        let rate = self.btlbw().mul_f64(gain);
+        if self.filled_pipe || rate > self.pacing_rate {
+            self.pacing_rate = rate;
+        }
+    }
+
+    fn set_pacing_rate(&mut self) {
+        self.set_pacing_rate_with_gain(self.pacing_gain);
+    }
+
+    /// `BBRSetSendQuantum` (§4.2.2).
+    fn set_send_quantum(&mut self) {
+        let mss = self.mss();
+        self.send_quantum = if self.pacing_rate < Bitrate::bps(1_200_000) {
+            mss
+        } else if self.pacing_rate < Bitrate::mbps(24) {
+            mss * 2
+        } else {
+            (self.pacing_rate * Duration::from_millis(1)).min(Bytes::new(64_000))
+        };
+    }
+
+    /// `BBRSaveCwnd` (§4.2.3.4).
+    fn save_cwnd(&self) -> Bytes {
+        if self.recovery_until.is_none() && self.state != BbrState::ProbeRtt {
+            self.cwnd
+        } else {
+            self.prior_cwnd.max(self.cwnd)
+        }
+    }
+
+    /// `BBRRestoreCwnd` (§4.2.3.4).
+    fn restore_cwnd(&mut self) {
+        self.cwnd = self.cwnd.max(self.prior_cwnd);
+    }
+
+    /// Loss recovery entry and exit (§4.2.3.4). rtcc has no retransmission
+    /// here, so a recovery episode begins with the first reported loss and
+    /// ends when a packet sent after it began is acknowledged (the QUIC
+    /// recovery-period rule).
+    fn update_recovery(&mut self, out: &AckOutcome) {
+        if let (Some(until), Some(acked)) = (self.recovery_until, out.largest_acked) {
+            if acked > until {
+                // "Upon exiting loss recovery ... BBR restores the best-known cwnd".
+                self.recovery_until = None;
+                self.packet_conservation = false;
+                self.restore_cwnd();
+            }
+        }
+        if !out.newly_lost.is_zero() && self.recovery_until.is_none() {
+            // BBROnEnterFastRecovery: conserve packets for one round.
+            self.prior_cwnd = self.save_cwnd();
+            self.cwnd = self.rate.inflight() + out.newly_acked.max(self.mss());
+            self.packet_conservation = true;
+            self.recovery_until = Some(self.largest_sent.unwrap_or(0));
+            self.recovery_round = self.round_count;
+        }
+    }
+
+    /// `BBRModulateCwndForRecovery` (§4.2.3.4).
+    fn modulate_cwnd_for_recovery(&mut self, out: &AckOutcome) {
+        if !out.newly_lost.is_zero() {
+            self.cwnd = self.cwnd.saturating_sub(out.newly_lost).max(self.mss());
+        }
+        if self.packet_conservation {
+            self.cwnd = self.cwnd.max(self.rate.inflight() + out.newly_acked);
+        }
+    }
+
+    /// `BBRModulateCwndForProbeRTT` (§4.2.3.5).
+    fn modulate_cwnd_for_probe_rtt(&mut self) {
+        if self.state == BbrState::ProbeRtt {
+            self.cwnd = self.cwnd.min(self.min_pipe_cwnd());
+        }
+    }
+
+    /// `BBRSetCwnd` (§4.2.3.6).
+    fn set_cwnd(&mut self, out: &AckOutcome) {
+        self.target_cwnd = self.inflight_at_gain(self.cwnd_gain);
+        self.modulate_cwnd_for_recovery(out);
+        if !self.packet_conservation {
+            if self.filled_pipe {
+                self.cwnd = (self.cwnd + out.newly_acked).min(self.target_cwnd);
+            } else if self.cwnd < self.target_cwnd || self.rate.delivered() < self.initial_cwnd() {
+                self.cwnd += out.newly_acked;
+            }
+            self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
+        }
+        self.modulate_cwnd_for_probe_rtt();
+    }
+
+    /// `BBRHandleRestartFromIdle` (§4.3.4.4).
+    fn handle_restart_from_idle(&mut self) {
+        if self.rate.inflight().is_zero() && self.rate.is_app_limited() {
+            self.idle_restart = true;
+            if self.state == BbrState::ProbeBw {
+                self.set_pacing_rate_with_gain(1.0);
+            }
+        }
+    }
+}
+
+impl CongestionController for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
+        self.handle_restart_from_idle();
+        self.rate.on_packet_sent(now, pkt);
+        self.largest_sent = Some(self.largest_sent.map_or(pkt.seq, |s| s.max(pkt.seq)));
+        if pkt.kind == PacketKind::Media && pkt.frame_id.is_some() {
+            self.pending_packets = self.pending_packets.saturating_sub(1);
+        }
+        // draft-cheng §3.3: no more data to send, window not full ⇒ app-limited.
+        // Without frame information (no `on_frame`) the sender is assumed to
+        // always have data.
+        if self.tracks_frames && self.pending_packets == 0 && self.rate.inflight() < self.cwnd {
+            self.rate.mark_app_limited();
+        }
+    }
+
+    fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        let rtt = report.rtt_sample(now);
+        if let Some(r) = rtt {
+            // RFC 6298 smoothing, for traces only.
+            self.srtt = Some(self.srtt.map_or(r, |s| s.mul_f64(0.875) + r.mul_f64(0.125)));
+        }
+        self.loss_rate = report.loss_fraction();
+        let out = self.rate.on_feedback(now, report, self.rtprop);
+        self.update_on_ack(now, &out, rtt);
+    }
+
+    fn on_frame(&mut self, _now: Instant, frame: &FrameInfo) {
+        self.tracks_frames = self.config.app_limited_detection;
+        if !self.tracks_frames {
+            return;
+        }
+        // draft-cheng §3.3: the check also runs when the application writes:
+        // a frame handed over while nothing was queued and the window is open
+        // starts in an application-limited bubble.
+        if self.pending_packets == 0 && self.rate.inflight() < self.cwnd {
+            self.rate.mark_app_limited();
+        }
+        self.pending_packets += u64::from(frame.num_packets);
+    }
+
+    fn target_bitrate(&self) -> Bitrate {
+        let bw = self
+            .btlbw_filter
+            .best()
+            .unwrap_or(self.config.start_bitrate);
+        bw.clamp(self.config.min_bitrate, self.config.max_bitrate)
+    }
+
+    fn send_budget(&self) -> SendBudget {
+        // Floor: a positive rate even with `min_bitrate` 0; ceiling: the
+        // Startup gain over what the encoder can ever produce.
+        let lo = self.config.min_bitrate.max(Bitrate::kbps(1));
+        let hi = self
+            .config
+            .max_bitrate
+            .mul_f64(self.config.high_gain.max(1.0))
+            .max(lo);
+        SendBudget {
+            pacing_rate: self.pacing_rate.clamp(lo, hi),
+            cwnd: Some(self.cwnd.max(self.mss())),
+            max_burst: self.send_quantum,
+            frame_burst: None,
+        }
+    }
+
+    fn estimate(&self) -> Estimate {
+        Estimate {
+            bandwidth: self.btlbw_filter.best(),
+            rtt: self.srtt,
+            min_rtt: self.rtprop,
+            loss_rate: Some(self.loss_rate),
+            state: self.state.name(),
+        }
+    }
+}
