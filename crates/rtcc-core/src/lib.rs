@@ -33,7 +33,8 @@
 //! - [`cc`]: the [`CongestionController`] trait and the built-in controllers.
 //! - [`pacer`]: the pacer (burst allowance, frame-burst mode).
 //! - [`media`]: frames, the encoder model, the packetizer, the player.
-//! - [`feedback`]: the receiver's feedback builder.
+//! - [`feedback`]: the receiver's feedback builder and the NACK message.
+//! - [`recovery`]: the [`recovery::LossRecovery`] trait and NACK-based retransmission.
 //! - [`session`]: the media sender and receiver sessions that tie it all together.
 
 pub mod cc;
@@ -41,6 +42,7 @@ pub mod feedback;
 pub mod media;
 pub mod pacer;
 pub mod packet;
+pub mod recovery;
 pub mod rng;
 pub mod session;
 pub mod time;
