@@ -323,6 +323,11 @@ struct NackEntry {
     deadline: Instant,
 }
 
+/// How many numbers behind the newest the requester remembers as received
+/// (our choice: 4096, several seconds of video at any bitrate we simulate;
+/// older duplicates count as not received).
+pub const RECEIVED_WINDOW: u64 = 4096;
+
 /// Counters of a [`NackRequester`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NackStats {
@@ -358,6 +363,9 @@ pub struct NackRequester {
     newest_capture: Instant,
     /// Missing numbers, increasing.
     list: VecDeque<NackEntry>,
+    /// Which of the [`RECEIVED_WINDOW`] numbers up to `newest` arrived (bit
+    /// `seq % RECEIVED_WINDOW`), to tell a duplicate from a late packet.
+    received: [u64; (RECEIVED_WINDOW / 64) as usize],
     /// New numbers were added: request them without waiting for the scan.
     new_missing: bool,
     next_process: Instant,
@@ -377,16 +385,61 @@ impl NackRequester {
             newest: None,
             newest_capture: Instant::ZERO,
             list: VecDeque::with_capacity(64),
+            received: [0; (RECEIVED_WINDOW / 64) as usize],
             new_missing: false,
             rtt_measured: false,
             stats: NackStats::default(),
         }
     }
 
+    fn bit(seq: u64) -> (usize, u64) {
+        let i = seq % RECEIVED_WINDOW;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
+
+    fn mark_received(&mut self, seq: u64) {
+        let (w, b) = Self::bit(seq);
+        self.received[w] |= b;
+    }
+
+    /// True if `seq` (unwrapped) arrived before, within the remembered window.
+    fn was_received(&self, seq: u64) -> bool {
+        let Some(newest) = self.newest else {
+            return false;
+        };
+        if seq > newest || newest - seq >= RECEIVED_WINDOW {
+            return false;
+        }
+        let (w, b) = Self::bit(seq);
+        self.received[w] & b != 0
+    }
+
     /// A media packet arrived at `now`: `media` is its position in the media
-    /// stream, `capture_time` its frame's capture instant.
-    pub fn on_packet(&mut self, now: Instant, media: MediaSeq, capture_time: Instant) {
+    /// stream, `capture_time` its frame's capture instant. Returns true if
+    /// the same media packet had already arrived (a duplicate).
+    pub fn on_packet(&mut self, now: Instant, media: MediaSeq, capture_time: Instant) -> bool {
         let seq = self.unwrapper.unwrap(media.seq);
+        if self.was_received(seq) {
+            return true;
+        }
+        match self.newest {
+            Some(newest) if seq > newest => {
+                // The numbers skipped over take the slots of numbers that fall
+                // out of the window: clear them (at most the whole window).
+                for s in (newest + 1).max(seq.saturating_sub(RECEIVED_WINDOW - 1))..seq {
+                    let (w, b) = Self::bit(s);
+                    self.received[w] &= !b;
+                }
+                self.mark_received(seq);
+            }
+            Some(newest) if newest - seq >= RECEIVED_WINDOW => {}
+            _ => self.mark_received(seq),
+        }
+        self.on_new_packet(now, seq, media, capture_time);
+        false
+    }
+
+    fn on_new_packet(&mut self, now: Instant, seq: u64, media: MediaSeq, capture_time: Instant) {
         let Some(newest) = self.newest else {
             self.newest = Some(seq);
             self.newest_capture = capture_time;
@@ -655,6 +708,21 @@ mod tests {
         assert!(nacks(&mut r, ms(600)).is_empty());
         assert_eq!(r.stats().gave_up_deadline, 1);
         assert_eq!(r.pending(), 0);
+    }
+
+    #[test]
+    fn duplicates_are_told_apart() {
+        let mut r = requester();
+        assert!(!r.on_packet(ms(0), first(5), ms(0)));
+        assert!(!r.on_packet(ms(1), first(7), ms(0)));
+        assert!(r.on_packet(ms(2), rtx(7), ms(0)));
+        assert!(r.on_packet(ms(2), rtx(5), ms(0)));
+        assert!(!r.on_packet(ms(3), rtx(6), ms(0)));
+        assert!(r.on_packet(ms(4), rtx(6), ms(0)));
+        // A jump of more than the window forgets what was received.
+        assert!(!r.on_packet(ms(5), first(7 + RECEIVED_WINDOW as u16), ms(0)));
+        assert!(!r.on_packet(ms(6), rtx(7), ms(0)));
+        assert!(r.on_packet(ms(7), rtx(7 + RECEIVED_WINDOW as u16), ms(0)));
     }
 
     #[test]

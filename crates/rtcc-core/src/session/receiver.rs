@@ -93,20 +93,25 @@ impl ReceiverSession {
         self.stats.payload_received += meta.payload.get();
         self.stats.seq_end = self.stats.seq_end.max(seq + 1);
         self.feedback.on_packet(now, seq);
-        if let Some(n) = &mut self.nack {
-            n.on_packet(now, media, meta.capture_time);
-        }
+        let duplicate = match &mut self.nack {
+            Some(n) => n.on_packet(now, media, meta.capture_time),
+            None => false,
+        };
         if media.retransmission {
             let before = self.player.stats();
             self.player.on_packet(now, meta);
             let after = self.player.stats();
             self.stats.rtx_received += 1;
-            if after.packets_late > before.packets_late {
-                self.stats.rtx_late += 1;
-            } else if after.packets_duplicate > before.packets_duplicate
+            // Duplicate: the media packet had already arrived (the NACK
+            // requester remembers; the player only knows unfinished frames).
+            // Late: it had not, but its frame was already finished.
+            if duplicate
+                || after.packets_duplicate > before.packets_duplicate
                 || after.packets_invalid > before.packets_invalid
             {
                 self.stats.rtx_duplicate += 1;
+            } else if after.packets_late > before.packets_late {
+                self.stats.rtx_late += 1;
             } else {
                 self.stats.rtx_useful += 1;
             }
@@ -255,7 +260,7 @@ mod tests {
         let f0 = r.poll_frame().expect("frame 0");
         assert_eq!((f0.frame_id, f0.complete), (0, Some(ms(60))));
         assert_eq!(r.stats().rtx_useful, 1);
-        // A second copy: duplicate of a finished frame, so late for the player.
+        // A second copy, of a packet of a finished frame: a duplicate.
         r.on_packet(ms(70), 6, size, media(1, true), &meta(0, 1, false));
         // A copy of a packet of a pending frame that already arrived: duplicate.
         r.on_packet(ms(80), 7, size, media(6, false), &meta(2, 0, false));
@@ -263,7 +268,7 @@ mod tests {
         let s = r.stats();
         assert_eq!(
             (s.rtx_received, s.rtx_useful, s.rtx_late, s.rtx_duplicate),
-            (3, 1, 1, 1),
+            (3, 1, 0, 2),
             "{s:?}"
         );
         assert_eq!(r.nack_stats().recovered, 1);
@@ -271,5 +276,28 @@ mod tests {
         assert!(r.poll_nack(ms(81), &mut nack));
         assert_eq!(nack.seqs, vec![5]);
         assert!(r.poll_timeout().is_some());
+    }
+
+    #[test]
+    fn retransmission_after_its_frame_was_given_up_is_late() {
+        let mut r = ReceiverSession::new(
+            ms(0),
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+                recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            },
+        );
+        let size = Bytes::new(1048);
+        r.on_packet(ms(10), 0, size, media(0, false), &meta(0, 0, false));
+        r.on_packet(ms(11), 2, size, media(2, false), &meta(0, 2, true));
+        r.on_packet(ms(44), 3, size, media(3, false), &meta(1, 0, true));
+        // Frame 1 completed at 44 ms: frame 0 is given up at 544 ms.
+        r.on_timeout(ms(600));
+        // (and frame 1, a delta frame, with it)
+        assert_eq!(r.player().stats().frames_dropped, 2);
+        r.on_packet(ms(600), 4, size, media(1, true), &meta(0, 1, false));
+        let s = r.stats();
+        assert_eq!((s.rtx_useful, s.rtx_late, s.rtx_duplicate), (0, 1, 0), "{s:?}");
     }
 }
