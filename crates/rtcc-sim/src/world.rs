@@ -646,11 +646,11 @@ impl World {
                     packetizer.header_overhead = *h.get_ref();
                 }
                 let player = PlayerConfig::default();
-                let recovery = recovery_config(
-                    f.recovery.as_ref().map(|r| r.get_ref().as_str()),
-                    &player,
-                )
-                .map_err(|m| sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m))?;
+                let recovery =
+                    recovery_config(f.recovery.as_ref().map(|r| r.get_ref().as_str()), &player)
+                        .map_err(|m| {
+                            sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
+                        })?;
                 FlowSetup::Media(Box::new(MediaSetup {
                     sender: SenderConfig {
                         cc,

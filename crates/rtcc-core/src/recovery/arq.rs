@@ -837,8 +837,14 @@ mod tests {
             a.on_packet_sent(ms(0), s, &pkt(s, ms(0)), PacketKind::Media);
         }
         a.on_nack(ms(1), &nack(&[65_535, 2]));
-        assert_eq!(a.poll_transmit(ms(1), false).map(|p| p.media_seq), Some(65_535));
-        assert_eq!(a.poll_transmit(ms(1), false).map(|p| p.media_seq), Some(65_538));
+        assert_eq!(
+            a.poll_transmit(ms(1), false).map(|p| p.media_seq),
+            Some(65_535)
+        );
+        assert_eq!(
+            a.poll_transmit(ms(1), false).map(|p| p.media_seq),
+            Some(65_538)
+        );
     }
 
     #[test]

@@ -291,7 +291,11 @@ mod tests {
         assert_eq!(ss.packets_sent, 5, "{ss:?}");
         // The longest frame delay is about one extra round trip (60 ms) plus
         // the frame's own transmission.
-        assert!(r.max_delay < Duration::from_millis(200), "{:?}", r.max_delay);
+        assert!(
+            r.max_delay < Duration::from_millis(200),
+            "{:?}",
+            r.max_delay
+        );
         // Retransmissions were reported back and left the in-flight count.
         assert!(r.sender.bytes_in_flight() < Bytes::new(30_000));
     }

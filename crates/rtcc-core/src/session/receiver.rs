@@ -298,6 +298,10 @@ mod tests {
         assert_eq!(r.player().stats().frames_dropped, 2);
         r.on_packet(ms(600), 4, size, media(1, true), &meta(0, 1, false));
         let s = r.stats();
-        assert_eq!((s.rtx_useful, s.rtx_late, s.rtx_duplicate), (0, 1, 0), "{s:?}");
+        assert_eq!(
+            (s.rtx_useful, s.rtx_late, s.rtx_duplicate),
+            (0, 1, 0),
+            "{s:?}"
+        );
     }
 }

@@ -698,8 +698,14 @@ mod tests {
         }
         let last = sent[2].send_time;
         assert_eq!(
-            sent.iter().map(|x| (x.media_seq, x.kind)).collect::<Vec<_>>(),
-            vec![(0, PacketKind::Media), (1, PacketKind::Media), (2, PacketKind::Media)]
+            sent.iter()
+                .map(|x| (x.media_seq, x.kind))
+                .collect::<Vec<_>>(),
+            vec![
+                (0, PacketKind::Media),
+                (1, PacketKind::Media),
+                (2, PacketKind::Media)
+            ]
         );
         s.handle_nack(
             last,
@@ -723,7 +729,10 @@ mod tests {
         assert_eq!((rtx.media_seq, rtx.kind), (1, PacketKind::Retransmission));
         assert_eq!(rtx.seq, 3);
         assert!(rtx.send_time - last >= Duration::from_millis(9));
-        assert_eq!(rtx.packet.wire_size, sent[1].packet.wire_size + RTX_OVERHEAD);
+        assert_eq!(
+            rtx.packet.wire_size,
+            sent[1].packet.wire_size + RTX_OVERHEAD
+        );
         assert_eq!(s.bytes_in_flight(), before + rtx.packet.wire_size);
         assert_eq!(s.recovery_stats().packets_sent, 1);
         // The next packet is new media again.
