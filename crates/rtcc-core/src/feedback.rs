@@ -45,6 +45,49 @@ impl WireFeedback {
     }
 }
 
+/// A generic NACK (RFC 4585 §6.2.1): the media sequence numbers the receiver
+/// asks to have retransmitted. Sequence numbers are the 16-bit RTP sequence
+/// numbers of the media stream, as on the wire; the sender maps them back to
+/// its own history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Nack {
+    /// Receiver clock when the NACK was built.
+    pub report_time: Instant,
+    /// Media sequence numbers requested, in the order the receiver lost them.
+    pub seqs: Vec<u16>,
+}
+
+impl Nack {
+    /// Number of Feedback Control Information entries on the wire: each FCI
+    /// is a packet id (PID) and a 16-bit mask of the 16 sequence numbers that
+    /// follow it (BLP), RFC 4585 §6.2.1. Counted greedily over the sorted
+    /// sequence numbers, as a sender of the NACK packs them.
+    pub fn fci_count(&self) -> usize {
+        let mut count = 0;
+        // PID of the current FCI, if one is open.
+        let mut pid: Option<u16> = None;
+        for &s in &self.seqs {
+            match pid {
+                // PID itself or one of the 16 numbers its BLP covers.
+                Some(p) if s.wrapping_sub(p) <= 16 => {}
+                _ => {
+                    pid = Some(s);
+                    count += 1;
+                }
+            }
+        }
+        count
+    }
+
+    /// Approximate size on the wire: IPv4+UDP 28 B, a reduced-size RTCP
+    /// packet (RFC 5506 §3; no compound report in front) with the 12-byte
+    /// header of a transport-layer feedback message (RFC 4585 §6.1: common
+    /// header, sender SSRC, media SSRC), then 4 bytes per FCI.
+    pub fn wire_size(&self) -> Bytes {
+        Bytes::new(28 + 12 + 4 * self.fci_count() as u64)
+    }
+}
+
 /// Builds [`WireFeedback`] from packet arrivals.
 #[derive(Debug, Clone)]
 pub struct FeedbackBuilder {
@@ -185,6 +228,21 @@ mod tests {
         b.on_packet(ms(62), 4); // duplicate
         assert!(b.poll_feedback(ms(100), &mut fb));
         assert_eq!(fb.packets, vec![(2, Some(ms(60))), (4, Some(ms(61)))]);
+    }
+
+    #[test]
+    fn nack_packs_sixteen_following_numbers_per_fci() {
+        let nack = |seqs: Vec<u16>| Nack {
+            report_time: ms(0),
+            seqs,
+        };
+        assert_eq!(nack(vec![]).fci_count(), 0);
+        // 10 and 26 share one FCI (26 = 10 + 16), 27 needs a second.
+        assert_eq!(nack(vec![10, 11, 26]).fci_count(), 1);
+        assert_eq!(nack(vec![10, 26, 27]).fci_count(), 2);
+        // Across the 16-bit wrap.
+        assert_eq!(nack(vec![65_530, 65_535, 3]).fci_count(), 1);
+        assert_eq!(nack(vec![10, 27]).wire_size(), Bytes::new(28 + 12 + 8));
     }
 
     #[test]

@@ -34,7 +34,8 @@
 //! - [`estimate`]: estimators shared by several algorithms (windowed filters).
 //! - [`pacer`]: the pacer (burst allowance, frame-burst mode).
 //! - [`media`]: frames, the encoder model, the packetizer, the player.
-//! - [`feedback`]: the receiver's feedback builder.
+//! - [`feedback`]: the receiver's feedback builder and the NACK message.
+//! - [`recovery`]: the [`recovery::LossRecovery`] trait and NACK-based retransmission.
 //! - [`session`]: the media sender and receiver sessions that tie it all together.
 
 pub mod cc;
@@ -43,6 +44,7 @@ pub mod feedback;
 pub mod media;
 pub mod pacer;
 pub mod packet;
+pub mod recovery;
 pub mod rng;
 pub mod session;
 pub mod time;

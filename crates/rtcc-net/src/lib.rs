@@ -105,11 +105,14 @@ pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
             cc,
             packetizer: Packetizer::default(),
             feedback_timeout: Some(FeedbackTimeout::default()),
+            // rtcc-net carries no NACK or RTX yet.
+            recovery: Default::default(),
         },
         encoder,
         receiver: ReceiverConfig {
             feedback_interval: rtcc_core::feedback::DEFAULT_FEEDBACK_INTERVAL,
             player: PlayerConfig::default(),
+            recovery: Default::default(),
         },
     })
 }

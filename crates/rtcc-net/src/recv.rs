@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use rtcc_core::feedback::WireFeedback;
 use rtcc_core::media::player::FrameRecord;
+use rtcc_core::recovery::MediaSeq;
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
 use rtcc_core::{Bytes, Duration, Instant};
 use rtcc_sim::metrics::DelayHistogram;
@@ -355,7 +356,13 @@ fn on_datagram(
     stats.media_packets += 1;
     s.reception.on_packet(now, seq, rtp.timestamp);
     let wire_size = Bytes::new(datagram.len() as u64 + IP_UDP_HEADERS);
-    session.on_packet(now, seq, wire_size, &meta);
+    // The RTP sequence number is the media sequence (no RTX stream yet, so
+    // nothing arrives as a retransmission).
+    let media = MediaSeq {
+        seq: rtp.sequence,
+        retransmission: false,
+    };
+    session.on_packet(now, seq, wire_size, media, &meta);
     true
 }
 
@@ -495,6 +502,7 @@ mod tests {
             let config = ReceiverConfig {
                 feedback_interval: Duration::from_millis(50),
                 player: Default::default(),
+                recovery: Default::default(),
             };
             Rx {
                 cfg: WireConfig::default(),
@@ -509,6 +517,8 @@ mod tests {
         fn feed(&mut self, seq: u64, frame_id: u64) -> bool {
             let tx = Transmit {
                 seq,
+                media_seq: seq,
+                kind: rtcc_core::PacketKind::Media,
                 packet: MediaPacket {
                     frame_id,
                     frame_type: FrameType::Key,

@@ -190,6 +190,7 @@ fn h264_stream_decodes_in_ffmpeg() {
         packetizer: Packetizer::default(),
         // No feedback in this test: keep the file's rate.
         feedback_timeout: None,
+        recovery: Default::default(),
     };
     let mut sender = SenderSession::new(Instant::ZERO, sender_config, source);
     let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();

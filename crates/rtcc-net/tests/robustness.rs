@@ -101,6 +101,8 @@ fn secs(t: Instant) -> f64 {
 fn transmit(seq: u64, frame_id: u64, index: u32, count: u32, last: bool, payload: u64) -> Transmit {
     Transmit {
         seq,
+        media_seq: seq,
+        kind: rtcc_core::PacketKind::Media,
         packet: MediaPacket {
             frame_id,
             frame_type: FrameType::Delta,

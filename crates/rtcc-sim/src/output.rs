@@ -142,6 +142,20 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
                 );
                 m.insert("frames_displayed".into(), json!(media.frames_displayed));
                 m.insert("frames_dropped".into(), json!(media.frames_dropped));
+                if let Some(r) = media.recovery {
+                    m.insert(
+                        "recovery".into(),
+                        json!({
+                            "nacks_sent": r.nacks_sent,
+                            "nack_requests": r.nack_requests,
+                            "retransmissions_sent": r.retransmissions_sent,
+                            "retransmissions_useful": r.retransmissions_useful,
+                            "retransmissions_late": r.retransmissions_late,
+                            "retransmissions_duplicate": r.retransmissions_duplicate,
+                            "retransmissions_expired": r.retransmissions_expired,
+                        }),
+                    );
+                }
             }
             if f.accuracy_n > 0 {
                 m.insert(

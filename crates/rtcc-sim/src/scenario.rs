@@ -418,6 +418,9 @@ pub struct FlowSpec {
     pub header_overhead: Option<Spanned<Bytes>>,
     /// Media: feedback interval (default 50 ms).
     pub feedback_interval: Option<Spanned<Duration>>,
+    /// Media: loss recovery, `"none"` (default) or `"nack"` (NACK-based
+    /// retransmission, docs/algorithms/arq.md).
+    pub recovery: Option<Spanned<String>>,
     /// udp-cbr: rate.
     pub rate: Option<Spanned<Bitrate>>,
     /// udp-cbr: payload bytes per packet (default 1200).
@@ -855,6 +858,25 @@ impl Scenario {
             "feedback_interval",
             &[Media],
         )?;
+        not_for(
+            spec.recovery.as_ref().map(|s| s.span()),
+            "recovery",
+            &[Media],
+        )?;
+        if let Some(r) = &spec.recovery {
+            let names = rtcc_core::recovery::RecoveryConfig::NAMES;
+            if !names.contains(&r.get_ref().as_str()) {
+                return Err(self.error(
+                    Some(r.span()),
+                    &key("recovery"),
+                    format!(
+                        "unknown loss recovery \"{}\" (one of: {})",
+                        r.get_ref(),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
         not_for(spec.rate.as_ref().map(|s| s.span()), "rate", &[UdpCbr])?;
         not_for(
             spec.packet_size.as_ref().map(|s| s.span()),

@@ -15,16 +15,17 @@ use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CopaMode, FixedConfig, GccConfig, PudicaConfig,
     SqpConfig,
 };
-use rtcc_core::feedback::{WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
+use rtcc_core::feedback::{Nack, WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use rtcc_core::media::encoder::{
     EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
 };
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
+use rtcc_core::recovery::{LossRecovery as _, MediaSeq, RecoveryConfig};
 use rtcc_core::rng;
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
 use rtcc_core::session::sender::{FeedbackTimeout, SenderConfig, SenderSession};
-use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
+use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
 
 use crate::engine::{prefetch, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
@@ -51,8 +52,20 @@ enum Dir {
 
 #[derive(Debug, Clone, Copy)]
 enum Body {
-    Media { seq: u64, meta: MediaPacket },
-    Feedback { slot: u32 },
+    /// A media packet: transport-wide sequence, RTP sequence of the media
+    /// stream (for a retransmission, the original's), retransmission or not.
+    Media {
+        seq: u64,
+        media: MediaSeq,
+        meta: MediaPacket,
+    },
+    Feedback {
+        slot: u32,
+    },
+    /// A NACK in `World::nack_pool`.
+    Nack {
+        slot: u32,
+    },
     Seg(Segment),
     Ack(Ack),
     Cbr,
@@ -229,6 +242,27 @@ pub(crate) struct MediaOutcome {
     pub(crate) stall_ratio: f64,
     pub(crate) frames_displayed: u64,
     pub(crate) frames_dropped: u64,
+    /// Loss-recovery counters, when the flow recovers losses.
+    pub(crate) recovery: Option<RecoveryOutcome>,
+}
+
+/// End-of-run loss-recovery counters of a media flow (docs/metrics.md).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RecoveryOutcome {
+    /// NACK messages the receiver sent.
+    pub(crate) nacks_sent: u64,
+    /// Sequence numbers requested (all NACK entries).
+    pub(crate) nack_requests: u64,
+    /// Retransmissions the sender sent.
+    pub(crate) retransmissions_sent: u64,
+    /// Retransmissions that brought a packet the player was missing.
+    pub(crate) retransmissions_useful: u64,
+    /// Retransmissions that arrived after their frame was finished.
+    pub(crate) retransmissions_late: u64,
+    /// Retransmissions of packets the receiver already had.
+    pub(crate) retransmissions_duplicate: u64,
+    /// Requests the sender did not serve because the frame's deadline would pass.
+    pub(crate) retransmissions_expired: u64,
 }
 
 /// Per-run outputs that stream to files.
@@ -254,6 +288,9 @@ pub(crate) struct World {
     fb_pool: Vec<WireFeedback>,
     fb_free: Vec<u32>,
     fb_scratch: WireFeedback,
+    nack_pool: Vec<Nack>,
+    nack_free: Vec<u32>,
+    nack_scratch: Nack,
     sample_interval: Duration,
     last_sample: Instant,
     /// When the next Sample event fires (`Instant::MAX` if none).
@@ -496,6 +533,9 @@ impl World {
             fb_pool: Vec::new(),
             fb_free: Vec::new(),
             fb_scratch: WireFeedback::default(),
+            nack_pool: Vec::new(),
+            nack_free: Vec::new(),
+            nack_scratch: Nack::default(),
             sample_interval: sc.output.sample_interval,
             last_sample: Instant::ZERO,
             next_sample: Instant::ZERO + sc.output.sample_interval,
@@ -626,11 +666,18 @@ impl World {
                 if let Some(h) = &f.header_overhead {
                     packetizer.header_overhead = *h.get_ref();
                 }
+                let player = PlayerConfig::default();
+                let recovery =
+                    recovery_config(f.recovery.as_ref().map(|r| r.get_ref().as_str()), &player)
+                        .map_err(|m| {
+                            sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
+                        })?;
                 FlowSetup::Media(Box::new(MediaSetup {
                     sender: SenderConfig {
                         cc,
                         packetizer,
                         feedback_timeout: Some(FeedbackTimeout::default()),
+                        recovery: recovery.clone(),
                     },
                     encoder,
                     receiver: ReceiverConfig {
@@ -639,7 +686,8 @@ impl World {
                             .as_ref()
                             .map(|d| *d.get_ref())
                             .unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
-                        player: PlayerConfig::default(),
+                        player,
+                        recovery,
                     },
                 }))
             }
@@ -696,8 +744,10 @@ impl World {
     }
 
     fn release(&mut self, idx: u32) {
-        if let Body::Feedback { slot } = self.packets[idx as usize].body {
-            self.fb_free.push(slot);
+        match self.packets[idx as usize].body {
+            Body::Feedback { slot } => self.fb_free.push(slot),
+            Body::Nack { slot } => self.nack_free.push(slot),
+            _ => {}
         }
         self.free.push(idx);
     }
@@ -868,8 +918,10 @@ impl World {
             f.owd.record(now - p.sent);
         }
         match p.body {
-            Body::Media { seq, meta } => {
-                self.flows[fi].counters.goodput_bytes += meta.payload.get();
+            Body::Media { seq, media, meta } => {
+                if !media.retransmission {
+                    self.flows[fi].counters.goodput_bytes += meta.payload.get();
+                }
                 if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
                     let pm = PacketMeta {
                         frame_id: meta.frame_id,
@@ -879,7 +931,12 @@ impl World {
                         last_in_frame: meta.last_in_frame,
                         payload: meta.payload,
                     };
-                    r.on_packet(now, seq, p.size, &pm);
+                    let useful = r.stats().rtx_useful;
+                    r.on_packet(now, seq, p.size, media, &pm);
+                    // A retransmission is goodput when it brought a missing packet.
+                    if r.stats().rtx_useful > useful {
+                        self.flows[fi].counters.goodput_bytes += meta.payload.get();
+                    }
                 }
                 self.release(idx);
                 self.service_media_receiver(fi);
@@ -887,6 +944,13 @@ impl World {
             Body::Feedback { slot } => {
                 if let SenderEp::Media(s) = &mut self.flows[fi].sender {
                     s.handle_feedback(now, &self.fb_pool[slot as usize]);
+                }
+                self.release(idx);
+                self.service_media_sender(fi);
+            }
+            Body::Nack { slot } => {
+                if let SenderEp::Media(s) = &mut self.flows[fi].sender {
+                    s.handle_nack(now, &self.nack_pool[slot as usize]);
                 }
                 self.release(idx);
                 self.service_media_sender(fi);
@@ -1002,6 +1066,11 @@ impl World {
                 sent: now,
                 body: Body::Media {
                     seq: t.seq,
+                    // RTP carries 16 bits of it (RFC 3550 §5.1).
+                    media: MediaSeq {
+                        seq: t.media_seq as u16,
+                        retransmission: t.kind == PacketKind::Retransmission,
+                    },
                     meta: t.packet,
                 },
             };
@@ -1043,6 +1112,31 @@ impl World {
             });
         }
         self.fb_scratch = fb;
+        let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else {
+            return;
+        };
+        let mut nack = std::mem::take(&mut self.nack_scratch);
+        if r.poll_nack(now, &mut nack) {
+            let size = nack.wire_size();
+            let slot = match self.nack_free.pop() {
+                Some(s) => {
+                    std::mem::swap(&mut self.nack_pool[s as usize], &mut nack);
+                    s
+                }
+                None => {
+                    self.nack_pool.push(std::mem::take(&mut nack));
+                    (self.nack_pool.len() - 1) as u32
+                }
+            };
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Rev,
+                size,
+                sent: now,
+                body: Body::Nack { slot },
+            });
+        }
+        self.nack_scratch = nack;
         self.reschedule_receiver(fi);
     }
 
@@ -1290,11 +1384,29 @@ impl World {
             };
             let stats = r.player().stats();
             let active = f.stop.min(self.end) - f.start;
+            let recovery = match &f.sender {
+                SenderEp::Media(s) if s.recovery().name() != "none" => {
+                    let ss = s.recovery_stats();
+                    let rs = r.stats();
+                    let ns = r.nack_stats();
+                    Some(RecoveryOutcome {
+                        nacks_sent: ns.nack_messages,
+                        nack_requests: ns.requests,
+                        retransmissions_sent: ss.packets_sent,
+                        retransmissions_useful: rs.rtx_useful,
+                        retransmissions_late: rs.rtx_late,
+                        retransmissions_duplicate: rs.rtx_duplicate,
+                        retransmissions_expired: ss.expired,
+                    })
+                }
+                _ => None,
+            };
             f.media = Some(MediaOutcome {
                 delivered_payload: stats.delivered_payload,
                 stall_ratio: r.player().stall_ratio(active),
                 frames_displayed: stats.frames_displayed,
                 frames_dropped: stats.frames_dropped,
+                recovery,
             });
         }
     }
@@ -1415,6 +1527,24 @@ impl World {
     pub(crate) fn events(&self) -> u64 {
         self.queue.processed()
     }
+}
+
+/// The loss recovery of a media flow (`recovery` key, default none). NACK's
+/// frame deadline is the player's: a packet is worth retransmitting while its
+/// frame can still be displayed, i.e. until `playout_delay + max_frame_wait`
+/// after capture (see `ArqConfig::frame_deadline`).
+fn recovery_config(name: Option<&str>, player: &PlayerConfig) -> Result<RecoveryConfig, String> {
+    let name = name.unwrap_or("none");
+    let mut r = RecoveryConfig::default_for(name).ok_or_else(|| {
+        format!(
+            "unknown loss recovery \"{name}\" (one of: {})",
+            RecoveryConfig::NAMES.join(", ")
+        )
+    })?;
+    if let RecoveryConfig::Nack(c) = &mut r {
+        c.frame_deadline = player.playout_delay + player.max_frame_wait;
+    }
+    Ok(r)
 }
 
 fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {

@@ -12,12 +12,13 @@ mod tests {
     use super::receiver::{ReceiverConfig, ReceiverSession};
     use super::sender::{FeedbackTimeout, SenderConfig, SenderSession};
     use crate::cc::{CcConfig, CongestionController, FixedConfig};
-    use crate::feedback::WireFeedback;
+    use crate::feedback::{Nack, WireFeedback};
     use crate::media::encoder::{EtrModel, ParametricEncoder, ParametricEncoderConfig};
     use crate::media::packetizer::Packetizer;
     use crate::media::player::{PacketMeta, PlayerConfig};
+    use crate::recovery::{MediaSeq, RecoveryConfig};
     use crate::rng;
-    use crate::{Bitrate, Bytes, Duration, Instant};
+    use crate::{Bitrate, Bytes, Duration, Instant, PacketKind};
 
     struct Run {
         sender: SenderSession<ParametricEncoder>,
@@ -27,7 +28,8 @@ mod tests {
     }
 
     /// Drives both sessions for `secs` over a `rate` bottleneck with one-way
-    /// delay `owd`, dropping each feedback packet whose index is in `lose_fb`.
+    /// delay `owd`, dropping each feedback packet whose index is in `lose_fb`
+    /// and each media packet whose transport sequence is in `lose_media`.
     fn run(
         rate: Bitrate,
         target: Bitrate,
@@ -36,6 +38,29 @@ mod tests {
         lose_fb: &[usize],
         lose_media: &[u64],
         gop: u32,
+    ) -> Run {
+        run_with(
+            rate,
+            target,
+            owd,
+            secs,
+            lose_fb,
+            lose_media,
+            gop,
+            RecoveryConfig::None,
+        )
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "a test harness's knobs")]
+    fn run_with(
+        rate: Bitrate,
+        target: Bitrate,
+        owd: Duration,
+        secs: u64,
+        lose_fb: &[usize],
+        lose_media: &[u64],
+        gop: u32,
+        recovery: RecoveryConfig,
     ) -> Run {
         let now = Instant::ZERO;
         let enc = ParametricEncoder::new(
@@ -59,6 +84,7 @@ mod tests {
                 cc,
                 packetizer: Packetizer::default(),
                 feedback_timeout: Some(FeedbackTimeout::default()),
+                recovery: recovery.clone(),
             },
             enc,
         );
@@ -67,12 +93,14 @@ mod tests {
             ReceiverConfig {
                 feedback_interval: Duration::from_millis(50),
                 player: PlayerConfig::default(),
+                recovery,
             },
         );
         // Arrivals at the receiver and feedback at the sender, as (time, item).
-        let mut to_rx: std::collections::VecDeque<(Instant, u64, Bytes, PacketMeta)> =
+        let mut to_rx: std::collections::VecDeque<(Instant, u64, Bytes, MediaSeq, PacketMeta)> =
             Default::default();
         let mut to_tx: std::collections::VecDeque<(Instant, WireFeedback)> = Default::default();
+        let mut nacks: std::collections::VecDeque<(Instant, Nack)> = Default::default();
         let mut link_free = Instant::ZERO;
         let mut fb_index = 0;
         let mut frames_complete = 0;
@@ -93,13 +121,17 @@ mod tests {
                     last_in_frame: p.last_in_frame,
                     payload: p.payload,
                 };
+                let media = MediaSeq {
+                    seq: tx.media_seq as u16,
+                    retransmission: tx.kind == PacketKind::Retransmission,
+                };
                 if !lose_media.contains(&tx.seq) {
-                    to_rx.push_back((link_free + owd, tx.seq, p.wire_size, meta));
+                    to_rx.push_back((link_free + owd, tx.seq, p.wire_size, media, meta));
                 }
             }
             while to_rx.front().is_some_and(|x| x.0 <= t) {
-                let (at, seq, size, meta) = to_rx.pop_front().unwrap();
-                receiver.on_packet(at, seq, size, &meta);
+                let (at, seq, size, media, meta) = to_rx.pop_front().unwrap();
+                receiver.on_packet(at, seq, size, media, &meta);
             }
             receiver.on_timeout(t);
             let mut fb = WireFeedback::default();
@@ -109,9 +141,17 @@ mod tests {
                 }
                 fb_index += 1;
             }
+            let mut nack = Nack::default();
+            if receiver.poll_nack(t, &mut nack) {
+                nacks.push_back((t + owd, nack));
+            }
             while to_tx.front().is_some_and(|x| x.0 <= t) {
                 let (_, fb) = to_tx.pop_front().unwrap();
                 sender.handle_feedback(t, &fb);
+            }
+            while nacks.front().is_some_and(|x| x.0 <= t) {
+                let (_, n) = nacks.pop_front().unwrap();
+                sender.handle_nack(t, &n);
             }
             while let Some(rec) = receiver.poll_frame() {
                 if let Some(d) = rec.delay() {
@@ -223,6 +263,58 @@ mod tests {
         );
         assert_eq!(clean.sender.stats().key_frames_requested, 0);
     }
+
+    #[test]
+    fn nack_recovers_lost_packets_without_a_key_frame() {
+        // Same losses as above, recovered by retransmission: no frame is lost
+        // and no key frame is needed.
+        let lost = [40, 41, 300, 301, 302];
+        let r = run_with(
+            Bitrate::mbps(2),
+            Bitrate::kbps(800),
+            Duration::from_millis(30),
+            5,
+            &[],
+            &lost,
+            0,
+            RecoveryConfig::default_for("nack").unwrap(),
+        );
+        let p = r.receiver.player().stats();
+        assert_eq!(p.frames_dropped + p.frames_missing, 0, "{p:?}");
+        assert_eq!(r.sender.stats().key_frames_requested, 0);
+        let rs = r.receiver.stats();
+        assert_eq!(rs.rtx_received, lost.len() as u64, "{rs:?}");
+        assert_eq!(rs.rtx_useful, lost.len() as u64, "{rs:?}");
+        let n = r.receiver.nack_stats();
+        assert_eq!((n.missing, n.recovered), (5, 5), "{n:?}");
+        let ss = r.sender.recovery_stats();
+        assert_eq!(ss.packets_sent, 5, "{ss:?}");
+        // The longest frame delay is about one extra round trip (60 ms) plus
+        // the frame's own transmission.
+        assert!(
+            r.max_delay < Duration::from_millis(200),
+            "{:?}",
+            r.max_delay
+        );
+        // Retransmissions were reported back and left the in-flight count.
+        assert!(r.sender.bytes_in_flight() < Bytes::new(30_000));
+    }
+
+    #[test]
+    fn without_recovery_lost_packets_stay_lost() {
+        let r = run(
+            Bitrate::mbps(2),
+            Bitrate::kbps(800),
+            Duration::from_millis(30),
+            5,
+            &[],
+            &[40, 300],
+            60,
+        );
+        assert_eq!(r.receiver.stats().rtx_received, 0);
+        assert_eq!(r.sender.recovery_stats().packets_sent, 0);
+        assert!(r.receiver.player().stats().frames_dropped >= 1);
+    }
 }
 
 #[cfg(test)]
@@ -261,6 +353,7 @@ mod feedback_timeout_tests {
                 cc,
                 packetizer: Packetizer::default(),
                 feedback_timeout: timeout,
+                recovery: Default::default(),
             },
             enc,
         )

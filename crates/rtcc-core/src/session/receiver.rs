@@ -2,13 +2,14 @@
 //! the real transport drive this same type.
 //!
 //! Call protocol: `on_packet` for every arriving media packet; then
-//! `poll_feedback` (send what it fills), `poll_frame` (drain finished frames)
-//! and `poll_timeout`.
+//! `poll_feedback` (send what it fills), `poll_nack` (likewise, with loss
+//! recovery on), `poll_frame` (drain finished frames) and `poll_timeout`.
 
-use crate::feedback::{FeedbackBuilder, WireFeedback};
+use crate::feedback::{FeedbackBuilder, Nack, WireFeedback};
 use crate::media::frame::FrameType;
 use crate::media::player::{FrameRecord, PacketMeta, Player, PlayerConfig};
 use crate::packet::SeqNo;
+use crate::recovery::{MediaSeq, NackRequester, NackStats, RecoveryConfig};
 use crate::time::{Duration, Instant};
 use crate::units::Bytes;
 
@@ -19,6 +20,8 @@ pub struct ReceiverConfig {
     pub feedback_interval: Duration,
     /// Player settings.
     pub player: PlayerConfig,
+    /// Loss recovery; the same scheme as the sender's (default none).
+    pub recovery: RecoveryConfig,
 }
 
 /// Counters of a receiver session.
@@ -36,12 +39,22 @@ pub struct ReceiverStats {
     pub feedback_sent: u64,
     /// Reports that carried a key-frame request.
     pub key_frame_requests: u64,
+    /// Retransmissions received.
+    pub rtx_received: u64,
+    /// Retransmissions that brought a packet the player was missing.
+    pub rtx_useful: u64,
+    /// Retransmissions that came after their frame was finished (displayed or
+    /// given up).
+    pub rtx_late: u64,
+    /// Retransmissions of packets the player already had.
+    pub rtx_duplicate: u64,
 }
 
 /// The media receiver.
 #[derive(Debug)]
 pub struct ReceiverSession {
     feedback: FeedbackBuilder,
+    nack: Option<NackRequester>,
     player: Player,
     stats: ReceiverStats,
     /// The decoding chain is broken (a frame was dropped or never arrived)
@@ -56,6 +69,7 @@ impl ReceiverSession {
     pub fn new(now: Instant, config: ReceiverConfig) -> Self {
         ReceiverSession {
             feedback: FeedbackBuilder::new(now, config.feedback_interval),
+            nack: config.recovery.build_requester(now),
             player: Player::new(config.player),
             stats: ReceiverStats::default(),
             need_key_frame: false,
@@ -63,14 +77,57 @@ impl ReceiverSession {
         }
     }
 
-    /// A media packet arrived.
-    pub fn on_packet(&mut self, now: Instant, seq: SeqNo, wire_size: Bytes, meta: &PacketMeta) {
+    /// A media packet arrived: `seq` is its transport-wide sequence number,
+    /// `media` its place in the media stream (a retransmission carries the
+    /// original's number).
+    pub fn on_packet(
+        &mut self,
+        now: Instant,
+        seq: SeqNo,
+        wire_size: Bytes,
+        media: MediaSeq,
+        meta: &PacketMeta,
+    ) {
         self.stats.packets_received += 1;
         self.stats.bytes_received += wire_size.get();
         self.stats.payload_received += meta.payload.get();
         self.stats.seq_end = self.stats.seq_end.max(seq + 1);
         self.feedback.on_packet(now, seq);
-        self.player.on_packet(now, meta);
+        let duplicate = match &mut self.nack {
+            Some(n) => n.on_packet(now, media, meta.capture_time),
+            None => false,
+        };
+        if media.retransmission {
+            let before = self.player.stats();
+            self.player.on_packet(now, meta);
+            let after = self.player.stats();
+            self.stats.rtx_received += 1;
+            // Duplicate: the media packet had already arrived (the NACK
+            // requester remembers; the player only knows unfinished frames).
+            // Late: it had not, but its frame was already finished.
+            if duplicate
+                || after.packets_duplicate > before.packets_duplicate
+                || after.packets_invalid > before.packets_invalid
+            {
+                self.stats.rtx_duplicate += 1;
+            } else if after.packets_late > before.packets_late {
+                self.stats.rtx_late += 1;
+            } else {
+                self.stats.rtx_useful += 1;
+            }
+        } else {
+            self.player.on_packet(now, meta);
+        }
+    }
+
+    /// Fill `out` with a NACK if one is due (loss recovery on); true if filled.
+    pub fn poll_nack(&mut self, now: Instant, out: &mut Nack) -> bool {
+        self.nack.as_mut().is_some_and(|n| n.poll_nack(now, out))
+    }
+
+    /// Counters of the NACK requester (zero when recovery is off).
+    pub fn nack_stats(&self) -> NackStats {
+        self.nack.as_ref().map(|n| n.stats()).unwrap_or_default()
     }
 
     /// Fill `out` with a feedback report if one is due; true if filled.
@@ -119,10 +176,13 @@ impl ReceiverSession {
 
     /// When to call `on_timeout` / `poll_feedback` next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.feedback.poll_timeout(), self.player.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let nack = self.nack.as_ref().and_then(|n| n.poll_timeout());
+        [self.player.poll_timeout(), nack]
+            .into_iter()
+            .flatten()
+            .fold(self.feedback.poll_timeout(), |t, x| {
+                Some(t.map_or(x, |t| t.min(x)))
+            })
     }
 
     /// End of the run: flush the player.
@@ -138,5 +198,110 @@ impl ReceiverSession {
     /// Counters.
     pub fn stats(&self) -> &ReceiverStats {
         &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::ArqConfig;
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    fn meta(frame_id: u64, index: u32, last: bool) -> PacketMeta {
+        PacketMeta {
+            frame_id,
+            frame_type: if frame_id == 0 {
+                FrameType::Key
+            } else {
+                FrameType::Delta
+            },
+            capture_time: ms(33 * frame_id),
+            index,
+            last_in_frame: last,
+            payload: Bytes::new(1000),
+        }
+    }
+
+    fn media(seq: u16, retransmission: bool) -> MediaSeq {
+        MediaSeq {
+            seq,
+            retransmission,
+        }
+    }
+
+    #[test]
+    fn retransmission_completes_the_frame_and_late_or_duplicate_ones_are_ignored() {
+        let mut r = ReceiverSession::new(
+            ms(0),
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+                recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            },
+        );
+        let size = Bytes::new(1048);
+        // Frame 0 = media 0..=2, packet 1 lost; frame 1 = media 3..=4.
+        r.on_packet(ms(10), 0, size, media(0, false), &meta(0, 0, false));
+        r.on_packet(ms(11), 2, size, media(2, false), &meta(0, 2, true));
+        let mut nack = Nack::default();
+        assert!(r.poll_nack(ms(11), &mut nack));
+        assert_eq!(nack.seqs, vec![1]);
+        r.on_packet(ms(43), 3, size, media(3, false), &meta(1, 0, false));
+        r.on_packet(ms(44), 4, size, media(4, false), &meta(1, 1, true));
+        assert_eq!(r.player().stats().frames_complete, 1);
+        // The retransmission (new transport sequence 5) completes frame 0, and
+        // both frames play.
+        r.on_packet(ms(60), 5, size, media(1, true), &meta(0, 1, false));
+        let p = r.player().stats();
+        assert_eq!((p.frames_complete, p.frames_displayed), (2, 2), "{p:?}");
+        let f0 = r.poll_frame().expect("frame 0");
+        assert_eq!((f0.frame_id, f0.complete), (0, Some(ms(60))));
+        assert_eq!(r.stats().rtx_useful, 1);
+        // A second copy, of a packet of a finished frame: a duplicate.
+        r.on_packet(ms(70), 6, size, media(1, true), &meta(0, 1, false));
+        // A copy of a packet of a pending frame that already arrived: duplicate.
+        r.on_packet(ms(80), 7, size, media(6, false), &meta(2, 0, false));
+        r.on_packet(ms(81), 8, size, media(6, true), &meta(2, 0, false));
+        let s = r.stats();
+        assert_eq!(
+            (s.rtx_received, s.rtx_useful, s.rtx_late, s.rtx_duplicate),
+            (3, 1, 0, 2),
+            "{s:?}"
+        );
+        assert_eq!(r.nack_stats().recovered, 1);
+        // Media 5 never came: it is on the list and asked for.
+        assert!(r.poll_nack(ms(81), &mut nack));
+        assert_eq!(nack.seqs, vec![5]);
+        assert!(r.poll_timeout().is_some());
+    }
+
+    #[test]
+    fn retransmission_after_its_frame_was_given_up_is_late() {
+        let mut r = ReceiverSession::new(
+            ms(0),
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+                recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            },
+        );
+        let size = Bytes::new(1048);
+        r.on_packet(ms(10), 0, size, media(0, false), &meta(0, 0, false));
+        r.on_packet(ms(11), 2, size, media(2, false), &meta(0, 2, true));
+        r.on_packet(ms(44), 3, size, media(3, false), &meta(1, 0, true));
+        // Frame 1 completed at 44 ms: frame 0 is given up at 544 ms.
+        r.on_timeout(ms(600));
+        // (and frame 1, a delta frame, with it)
+        assert_eq!(r.player().stats().frames_dropped, 2);
+        r.on_packet(ms(600), 4, size, media(1, true), &meta(0, 1, false));
+        let s = r.stats();
+        assert_eq!(
+            (s.rtx_useful, s.rtx_late, s.rtx_duplicate),
+            (0, 1, 0),
+            "{s:?}"
+        );
     }
 }

@@ -4,16 +4,21 @@
 //! Call protocol (see the crate doc): after any input (`on_timeout`,
 //! `handle_feedback`), drain [`SenderSession::poll_transmit`] until `None`,
 //! then ask [`SenderSession::poll_timeout`] when to call `on_timeout` next.
+//! With loss recovery ([`SenderConfig::recovery`]), the receiver's NACKs go to
+//! [`SenderSession::handle_nack`]; retransmissions then come out of
+//! `poll_transmit` ahead of new media, paced, counted in bytes in flight and
+//! shown to the controller as [`PacketKind::Retransmission`].
 
 use std::collections::VecDeque;
 
 use crate::cc::{CcConfig, CongestionController, Controller};
-use crate::feedback::WireFeedback;
+use crate::feedback::{Nack, WireFeedback};
 use crate::media::encoder::EncoderModel;
 use crate::media::frame::FrameInfo;
 use crate::media::packetizer::{MediaPacket, Packetizer};
 use crate::pacer::Pacer;
 use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
+use crate::recovery::{LossRecovery, MediaSeqNo, Recovery, RecoveryConfig, RecoveryStats};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
@@ -28,6 +33,15 @@ const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 /// §3.5 leaves the rate of such requests to the application).
 const KEY_FRAME_REQUEST_INTERVAL: Duration = Duration::from_millis(300);
 
+/// Bytes an RFC 4588 retransmission adds to the original packet: the 2-byte
+/// original sequence number (OSN) at the start of the RTX payload (RFC 4588 §4).
+pub const RTX_OVERHEAD: Bytes = Bytes::new(2);
+
+/// Window over which the retransmission rate is measured for the encoder
+/// target (our choice: one second, long enough to average a NACK burst, as
+/// libwebrtc's rate statistics use a 1 s window, `kBitrateStatisticsWindowMs`).
+const RECOVERY_RATE_WINDOW: Duration = Duration::from_secs(1);
+
 /// Sender settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -37,6 +51,9 @@ pub struct SenderConfig {
     pub packetizer: Packetizer,
     /// What to do when the receiver falls silent (`None` = nothing).
     pub feedback_timeout: Option<FeedbackTimeout>,
+    /// Loss recovery (default none). The receiver must run the same scheme
+    /// ([`crate::session::receiver::ReceiverConfig::recovery`]).
+    pub recovery: RecoveryConfig,
 }
 
 /// The sender's reaction to a receiver that stopped sending feedback, in the
@@ -77,7 +94,13 @@ impl Default for FeedbackTimeout {
 pub struct Transmit {
     /// Transport-wide sequence number.
     pub seq: SeqNo,
-    /// The media it carries.
+    /// Media sequence number (the RTP sequence of the media stream, unwrapped;
+    /// for a retransmission, the original packet's: RFC 4588's OSN).
+    pub media_seq: MediaSeqNo,
+    /// First transmission ([`PacketKind::Media`]) or a retransmission.
+    pub kind: PacketKind,
+    /// The media it carries (`wire_size` includes [`RTX_OVERHEAD`] on a
+    /// retransmission).
     pub packet: MediaPacket,
     /// Send time (= `now` of the `poll_transmit` call).
     pub send_time: Instant,
@@ -106,6 +129,8 @@ pub struct SenderStats {
     pub key_frames_requested: u64,
     /// Back-off steps taken because feedback stopped ([`FeedbackTimeout`]).
     pub feedback_timeouts: u64,
+    /// NACK messages received.
+    pub nacks_received: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +144,15 @@ struct HistoryEntry {
 #[derive(Debug)]
 pub struct SenderSession<E> {
     cc: Controller,
+    recovery: Recovery,
+    /// Recovery is on (its rate is taken out of the encoder target).
+    recovery_on: bool,
+    next_media_seq: MediaSeqNo,
+    /// Smoothed RTT from feedback (RFC 6298 §2), for recovery.
+    srtt: Option<Duration>,
+    /// Recovery packets sent within [`RECOVERY_RATE_WINDOW`]: (time, bytes).
+    recovery_sent: VecDeque<(Instant, Bytes)>,
+    recovery_window_bytes: Bytes,
     pacer: Pacer,
     encoder: E,
     packetizer: Packetizer,
@@ -153,6 +187,12 @@ impl<E: EncoderModel> SenderSession<E> {
         SenderSession {
             pacer,
             cc,
+            recovery: config.recovery.build(now),
+            recovery_on: !config.recovery.is_none(),
+            next_media_seq: 0,
+            srtt: None,
+            recovery_sent: VecDeque::new(),
+            recovery_window_bytes: Bytes::ZERO,
             encoder,
             packetizer: config.packetizer,
             queue: VecDeque::with_capacity(256),
@@ -175,6 +215,18 @@ impl<E: EncoderModel> SenderSession<E> {
     /// The congestion controller.
     pub fn controller(&self) -> &Controller {
         &self.cc
+    }
+    /// The loss-recovery scheme.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+    /// Counters of the loss-recovery scheme.
+    pub fn recovery_stats(&self) -> RecoveryStats {
+        self.recovery.stats()
+    }
+    /// Smoothed RTT measured from feedback, once there is a sample.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
     }
     /// The encoder.
     pub fn encoder(&self) -> &E {
@@ -209,8 +261,29 @@ impl<E: EncoderModel> SenderSession<E> {
                 target = cap;
             }
         }
+        if self.recovery_on {
+            target = self.media_share(now, target);
+        }
         self.pacer.set_budget(now, budget);
         self.encoder.set_target(now, target);
+    }
+
+    /// The part of `target` left to new media once the recovery packets of
+    /// the last [`RECOVERY_RATE_WINDOW`] are paid for: libwebrtc likewise takes
+    /// the measured NACK and FEC rate out of the encoder's target
+    /// (call/rtp_video_sender.cc `OnBitrateUpdated`, through
+    /// `FecController::UpdateFecRates`). Never below half the target (our
+    /// choice: a loss burst must not starve the encoder).
+    fn media_share(&mut self, now: Instant, target: Bitrate) -> Bitrate {
+        while let Some(&(t, b)) = self.recovery_sent.front() {
+            if now.saturating_duration_since(t) < RECOVERY_RATE_WINDOW {
+                break;
+            }
+            self.recovery_window_bytes -= b;
+            self.recovery_sent.pop_front();
+        }
+        let rate = self.recovery_window_bytes / RECOVERY_RATE_WINDOW;
+        (target - rate).max(target.mul_f64(0.5))
     }
 
     /// The instant of the next back-off step, while the receiver is silent.
@@ -287,15 +360,27 @@ impl<E: EncoderModel> SenderSession<E> {
             self.cc.on_timeout(now);
             self.sync_controls(now);
         }
+        if self.recovery.poll_timeout().is_some_and(|t| t <= now) {
+            self.recovery.on_timeout(now);
+        }
         self.check_feedback_timeout(now);
     }
 
     /// The next packet to send now, if the window and the pacer allow.
+    /// Packets the recovery scheme asks for go ahead of queued media.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let head = *self.queue.front()?;
-        if head.index == 0 {
-            // Frame-burst mode arms when the frame reaches the head (pacer doc).
-            self.pacer.on_frame_at_head(now, head.frame_id);
+        let idle = self.queue.is_empty();
+        let recover = self.recovery.has_pending(idle);
+        if idle && !recover {
+            return None;
+        }
+        if !recover {
+            if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
+                // Frame-burst mode arms when the frame reaches the head (pacer
+                // doc); not while a retransmission goes first, so the burst is
+                // the frame's own.
+                self.pacer.on_frame_at_head(now, head.frame_id);
+            }
         }
         if let Some(cwnd) = self.cc.send_budget().cwnd {
             if self.in_flight >= cwnd {
@@ -306,19 +391,38 @@ impl<E: EncoderModel> SenderSession<E> {
         if !self.pacer.can_send(now) {
             return None;
         }
-        self.queue.pop_front();
-        self.queued_bytes -= head.wire_size;
+        let recovered = if recover {
+            self.recovery.poll_transmit(now, idle)
+        } else {
+            None
+        };
+        let (media_seq, kind, packet) = match recovered {
+            Some(r) => {
+                let mut p = r.packet;
+                p.wire_size += RTX_OVERHEAD;
+                (r.media_seq, r.kind, p)
+            }
+            None => {
+                let head = self.queue.pop_front()?;
+                self.queued_bytes -= head.wire_size;
+                let m = self.next_media_seq;
+                self.next_media_seq += 1;
+                (m, PacketKind::Media, head)
+            }
+        };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.in_flight += head.wire_size;
+        self.in_flight += packet.wire_size;
+        let media = kind == PacketKind::Media;
         let sent = SentPacket {
             seq,
-            size: head.wire_size,
+            size: packet.wire_size,
             send_time: now,
-            kind: PacketKind::Media,
-            frame_id: Some(head.frame_id),
-            first_in_frame: head.index == 0,
-            last_in_frame: head.last_in_frame,
+            kind,
+            frame_id: Some(packet.frame_id),
+            // A retransmission is not part of its frame's packet train.
+            first_in_frame: media && packet.index == 0,
+            last_in_frame: media && packet.last_in_frame,
             bytes_in_flight: self.in_flight,
         };
         if self.history.is_empty() {
@@ -332,17 +436,34 @@ impl<E: EncoderModel> SenderSession<E> {
         if self.silent_since.is_none() {
             self.silent_since = Some(now);
         }
-        self.pacer.on_sent(now, head.wire_size);
+        self.pacer.on_sent(now, packet.wire_size);
         self.cc.on_packet_sent(now, &sent);
+        self.recovery.on_packet_sent(now, media_seq, &packet, kind);
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
-        self.stats.bytes_sent += head.wire_size.get();
-        self.stats.payload_sent += head.payload.get();
+        self.stats.bytes_sent += packet.wire_size.get();
+        if media {
+            self.stats.payload_sent += packet.payload.get();
+        } else {
+            self.recovery_sent.push_back((now, packet.wire_size));
+            self.recovery_window_bytes += packet.wire_size;
+        }
         Some(Transmit {
             seq,
-            packet: head,
+            media_seq,
+            kind,
+            packet,
             send_time: now,
         })
+    }
+
+    /// A NACK from the receiver arrived: the recovery scheme queues the
+    /// retransmissions it accepts; drain [`poll_transmit`](Self::poll_transmit)
+    /// afterwards. Ignored when recovery is off.
+    pub fn handle_nack(&mut self, now: Instant, nack: &Nack) {
+        self.last_now = now;
+        self.stats.nacks_received += 1;
+        self.recovery.on_nack(now, nack);
     }
 
     /// Feedback from the receiver arrived.
@@ -426,6 +547,15 @@ impl<E: EncoderModel> SenderSession<E> {
         if !self.report.packets.is_empty() {
             self.cc.on_feedback(now, &self.report);
         }
+        if self.recovery_on {
+            if let Some(sample) = self.report.rtt_sample(now) {
+                // RFC 6298 §2.2–2.3: first sample as is, then SRTT <- 7/8 SRTT + 1/8 R'.
+                self.srtt = Some(self.srtt.map_or(sample, |s| (s * 7 + sample) / 8));
+            }
+            if let Some(srtt) = self.srtt {
+                self.recovery.on_feedback(now, &self.report, srtt);
+            }
+        }
         self.sync_controls(now);
     }
 
@@ -439,10 +569,14 @@ impl<E: EncoderModel> SenderSession<E> {
         };
         consider(self.cc.poll_timeout());
         consider(self.next_backoff());
-        if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
-            self.pacer.on_frame_at_head(now, head.frame_id);
+        consider(self.recovery.poll_timeout());
+        let recover = self.recovery.has_pending(self.queue.is_empty());
+        if !recover {
+            if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
+                self.pacer.on_frame_at_head(now, head.frame_id);
+            }
         }
-        if !self.queue.is_empty() {
+        if !self.queue.is_empty() || recover {
             let window_open = self
                 .cc
                 .send_budget()
@@ -462,6 +596,7 @@ mod tests {
     use crate::cc::FixedConfig;
     use crate::media::encoder::{EncodedFrame, TraceEncoder};
     use crate::media::frame::FrameType;
+    use crate::recovery::RecoveryConfig;
 
     /// An encoder whose frames come with their own packet sizes, like an
     /// H.264 stream packetised per RFC 6184.
@@ -496,6 +631,7 @@ mod tests {
             }),
             packetizer: Packetizer::default(),
             feedback_timeout: None,
+            recovery: RecoveryConfig::None,
         }
     }
 
@@ -543,5 +679,93 @@ mod tests {
             first_frame(s),
             vec![(834, 3, false), (833, 3, false), (833, 3, true)]
         );
+    }
+
+    #[test]
+    fn retransmission_is_paced_first_in_flight_and_shown_to_the_controller() {
+        use crate::recovery::ArqConfig;
+        let enc = TraceEncoder::new(
+            Instant::ZERO,
+            30.0,
+            vec![(Bytes::new(6000), FrameType::Key)],
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            // 1248 B at 1 Mbps: one packet per ~10 ms.
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::mbps(1),
+                pacing_factor: 1.0,
+            }),
+            recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        let mut t = Instant::ZERO;
+        let mut sent = Vec::new();
+        s.on_timeout(t);
+        while sent.len() < 3 {
+            while let Some(tx) = s.poll_transmit(t) {
+                sent.push(tx);
+            }
+            t += Duration::from_millis(1);
+        }
+        let last = sent[2].send_time;
+        assert_eq!(
+            sent.iter()
+                .map(|x| (x.media_seq, x.kind))
+                .collect::<Vec<_>>(),
+            vec![
+                (0, PacketKind::Media),
+                (1, PacketKind::Media),
+                (2, PacketKind::Media)
+            ]
+        );
+        s.handle_nack(
+            last,
+            &Nack {
+                report_time: last,
+                seqs: vec![1],
+            },
+        );
+        // The pacer is in debt from the last packet: nothing goes at once.
+        assert_eq!(s.poll_transmit(last), None);
+        assert!(s.poll_timeout(last).is_some_and(|w| w > last));
+        let before = s.bytes_in_flight();
+        let mut t = last;
+        let rtx = loop {
+            t += Duration::from_millis(1);
+            if let Some(tx) = s.poll_transmit(t) {
+                break tx;
+            }
+        };
+        // Ahead of the queued media packet 3, at the pacing rate.
+        assert_eq!((rtx.media_seq, rtx.kind), (1, PacketKind::Retransmission));
+        assert_eq!(rtx.seq, 3);
+        assert!(rtx.send_time - last >= Duration::from_millis(9));
+        assert_eq!(
+            rtx.packet.wire_size,
+            sent[1].packet.wire_size + RTX_OVERHEAD
+        );
+        assert_eq!(s.bytes_in_flight(), before + rtx.packet.wire_size);
+        assert_eq!(s.recovery_stats().packets_sent, 1);
+        // The next packet is new media again.
+        let next = loop {
+            t += Duration::from_millis(1);
+            if let Some(tx) = s.poll_transmit(t) {
+                break tx;
+            }
+        };
+        assert_eq!((next.media_seq, next.kind), (3, PacketKind::Media));
+        // Feedback for all of them: the controller sees the retransmission.
+        let fb = WireFeedback {
+            report_time: t,
+            packets: (0..=4).map(|q| (q, Some(t))).collect(),
+            key_frame_request: false,
+        };
+        s.handle_feedback(t, &fb);
+        let kinds: Vec<_> = s.report.packets.iter().map(|p| p.sent.kind).collect();
+        assert_eq!(kinds[3], PacketKind::Retransmission);
+        assert!(!s.report.packets[3].sent.first_in_frame);
+        assert_eq!(s.bytes_in_flight(), Bytes::ZERO);
     }
 }

@@ -410,6 +410,8 @@ pub(crate) mod tests {
         let pk = Packetizer::default();
         Transmit {
             seq,
+            media_seq: seq,
+            kind: rtcc_core::PacketKind::Media,
             packet: MediaPacket {
                 frame_id: 0x1_2345_6789,
                 frame_type: FrameType::Key,
