@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         seed,
         out_dir: out,
         progress_interval: rtcc_core::Duration::ZERO,
+        ..RunOptions::default()
     };
     // The simulator never reads the wall clock; the benchmark times the call.
     #[expect(

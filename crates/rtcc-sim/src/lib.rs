@@ -38,6 +38,10 @@ pub struct RunOptions {
     pub out_dir: Option<PathBuf>,
     /// Simulated time between progress callbacks (zero = never).
     pub progress_interval: Duration,
+    /// Deliver packets ahead of the event queue when nothing can intervene
+    /// (early delivery, see `World::hop`). It only saves events: outputs are
+    /// the same either way, which a test checks by turning it off.
+    pub lookahead: bool,
 }
 
 impl Default for RunOptions {
@@ -46,6 +50,7 @@ impl Default for RunOptions {
             seed: None,
             out_dir: None,
             progress_interval: Duration::from_secs(1),
+            lookahead: true,
         }
     }
 }
@@ -143,6 +148,7 @@ pub fn run_interruptible(
         )));
     }
     let mut world = world::World::build(scenario, seed, sinks)?;
+    world.lookahead = opts.lookahead;
     let duration = scenario.duration();
     let mut interrupted = false;
     let result = world.run(opts.progress_interval, &mut |now| {

@@ -297,6 +297,8 @@ pub(crate) struct World {
     next_sample: Instant,
     /// An early delivery is being processed (`hop`): `now` is ahead of the queue.
     early: bool,
+    /// Whether early delivery is allowed at all (`RunOptions::lookahead`).
+    pub(crate) lookahead: bool,
     sinks: Sinks,
     pub(crate) delivered_packets: u64,
     io_error: Option<std::io::Error>,
@@ -540,6 +542,7 @@ impl World {
             last_sample: Instant::ZERO,
             next_sample: Instant::ZERO + sc.output.sample_interval,
             early: false,
+            lookahead: true,
             sinks,
             delivered_packets: 0,
             io_error: None,
@@ -765,6 +768,17 @@ impl World {
             c.bytes_sent += p.size.get();
         }
         let idx = self.alloc(p);
+        // Inside an early delivery the clock is ahead of the queue's; that is
+        // only allowed when this first link carries no other path's packets
+        // (`can_deliver_early`), so offering the packet now keeps its order.
+        debug_assert!(
+            !self.early || {
+                let p = &self.packets[idx as usize];
+                let first = self.route(p.flow, p.dir).0;
+                self.dedicated[self.paths[first as usize] as usize]
+            },
+            "early response into a shared link"
+        );
         self.hop(idx, 0);
     }
 
@@ -782,6 +796,8 @@ impl World {
     /// processes it now, with the clock set to `t`, exactly as the event at `t`
     /// would have: whatever it sends in response enters its own dedicated
     /// links in time order and reaches the next shared link through the queue.
+    /// An endpoint whose responses would enter a shared link first (a single
+    /// link shared by several flows) is never served early.
     /// This saves the delivery event of most data packets and acknowledgements.
     fn hop(&mut self, idx: u32, mut hop: u16) {
         let (flow, dir, size) = {
@@ -888,7 +904,18 @@ impl World {
         // Not from inside an early delivery: its clock is ahead of the queue's,
         // so "pending" could not be told from "stale", and a path dedicated end
         // to end would otherwise recurse from packet to response to packet.
-        if self.early {
+        if self.early || !self.lookahead {
+            return false;
+        }
+        // The endpoint's responses must enter a link no other path uses: a
+        // shared first link could still receive other flows' packets at
+        // instants before `t`.
+        let back = match dir {
+            Dir::Fwd => Dir::Rev,
+            Dir::Rev => Dir::Fwd,
+        };
+        let first_back = self.route(fi as u32, back).0;
+        if !self.dedicated[self.paths[first_back as usize] as usize] {
             return false;
         }
         let f = &self.flows[fi];
