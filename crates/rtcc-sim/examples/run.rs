@@ -40,7 +40,6 @@ fn main() -> ExitCode {
         progress_interval: Duration::ZERO,
         // RTCC_NO_LOOKAHEAD=1 turns early delivery off (outputs must not change).
         lookahead: std::env::var_os("RTCC_NO_LOOKAHEAD").is_none(),
-        ..RunOptions::default()
     };
     match run(&scenario, &opts, &mut |_| {}) {
         Ok(report) => {
