@@ -35,9 +35,10 @@ use rtcc_core::feedback::WireFeedback;
 use rtcc_core::media::encoder::ParametricEncoder;
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::PacketMeta;
+use rtcc_core::recovery::MediaSeq;
 use rtcc_core::session::receiver::ReceiverSession;
 use rtcc_core::session::sender::{SenderConfig, SenderSession, Transmit};
-use rtcc_core::{rng, Bitrate, Bytes, Duration, FrameType, Instant};
+use rtcc_core::{rng, Bitrate, Bytes, Duration, FrameType, Instant, PacketKind};
 use rtcc_net::clock::Clock;
 use rtcc_net::recv::RecvConfig;
 use rtcc_net::send::{SendConfig, Source};
@@ -350,7 +351,12 @@ fn session_bench(target_packets: u64, use_wire: bool) -> Result<Value, String> {
                             last_in_frame: p.last_in_frame,
                             payload: p.payload,
                         };
-                        receiver.on_packet(now, tx.seq, p.wire_size, &meta);
+                        // RTP carries 16 bits of the media sequence (RFC 3550 §5.1).
+                        let media = MediaSeq {
+                            seq: tx.media_seq as u16,
+                            retransmission: tx.kind == PacketKind::Retransmission,
+                        };
+                        receiver.on_packet(now, tx.seq, p.wire_size, media, &meta);
                     }
                     Media::Datagram(d) => {
                         let rtp = wire::decode_media(&wire_cfg, &d).map_err(|e| e.to_string())?;
@@ -363,7 +369,11 @@ fn session_bench(target_packets: u64, use_wire: bool) -> Result<Value, String> {
                         let seq = rx_stream.seqs.unwrap(u64::from(tseq));
                         let wire_size =
                             Bytes::new((d.len() + wire::IPV4_HEADER + wire::UDP_HEADER) as u64);
-                        receiver.on_packet(now, seq, wire_size, &meta);
+                        let media = MediaSeq {
+                            seq: rtp.sequence,
+                            retransmission: false,
+                        };
+                        receiver.on_packet(now, seq, wire_size, media, &meta);
                         datagram_pool.push(d);
                     }
                 }
@@ -473,6 +483,8 @@ fn synthetic_transmit(seq: u64, per_frame: u64, capture_time: Instant) -> Transm
     let frame_id = seq / per_frame;
     Transmit {
         seq,
+        media_seq: seq,
+        kind: PacketKind::Media,
         packet: MediaPacket {
             frame_id,
             frame_type: if frame_id == 0 {
