@@ -398,7 +398,7 @@ pub struct FlowSpec {
     pub name: String,
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed; tcp: newreno).
+    /// Congestion controller (media: gcc | fixed; tcp: newreno, reno, tahoe, cubic).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]
@@ -908,7 +908,7 @@ impl Scenario {
         }
         let cc_names: &[&str] = match kind {
             Media => rtcc_core::CcConfig::NAMES,
-            Tcp => &["newreno", "reno", "tahoe"],
+            Tcp => &["newreno", "reno", "tahoe", "cubic"],
             UdpCbr => &[],
         };
         match (&spec.cc, kind) {

@@ -642,6 +642,7 @@ impl World {
                 c.variant = match f.cc.as_ref().map(|c| c.get_ref().as_str()) {
                     Some("reno") => TcpVariant::Reno,
                     Some("tahoe") => TcpVariant::Tahoe,
+                    Some("cubic") => TcpVariant::Cubic,
                     _ => TcpVariant::NewReno,
                 };
                 FlowSetup::Tcp(c)
