@@ -13,6 +13,7 @@
 //! println!("{}", report.summary);
 //! ```
 
+mod encoder;
 pub mod engine;
 pub mod link;
 pub mod metrics;

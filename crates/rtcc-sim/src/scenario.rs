@@ -316,8 +316,13 @@ impl FlowKind {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EncoderSpec {
-    /// Only "parametric" for now.
+    /// "parametric" (the model) or "ladder" (replay of a frame-size trace
+    /// ladder, `trace`).
     pub kind: String,
+    /// `kind = "ladder"`: the ladder CSV (`rung_kbps,frame,size_bytes,type`),
+    /// resolved like link traces (working directory, then the scenario's
+    /// folder and the folders above it).
+    pub trace: Option<String>,
     /// Frames per second.
     pub fps: f64,
     /// Frames per group of pictures.
@@ -354,6 +359,7 @@ impl Default for EncoderSpec {
             max_bitrate: d.max_bitrate,
             start_bitrate: None,
             etr: None,
+            trace: None,
         }
     }
 }
@@ -399,7 +405,7 @@ pub struct FlowSpec {
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
     /// Congestion controller (media: gcc | fixed | camel | bbr | copa | sqp | pudica;
-    /// tcp: newreno | reno | tahoe).
+    /// tcp: newreno | reno | tahoe | cubic).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]
@@ -931,7 +937,7 @@ impl Scenario {
         }
         let cc_names: &[&str] = match kind {
             Media => rtcc_core::CcConfig::NAMES,
-            Tcp => &["newreno", "reno", "tahoe"],
+            Tcp => &["newreno", "reno", "tahoe", "cubic"],
             UdpCbr => &[],
         };
         match (&spec.cc, kind) {
@@ -985,12 +991,43 @@ impl Scenario {
         if let Some(e) = &spec.encoder {
             let enc = e.get_ref();
             let span = Some(e.span());
-            if enc.kind != "parametric" {
-                return Err(self.error(
-                    span,
-                    &key("encoder.kind"),
-                    format!("unknown encoder kind \"{}\" (one of: parametric)", enc.kind),
-                ));
+            match (enc.kind.as_str(), &enc.trace) {
+                ("parametric", None) => {}
+                ("parametric", Some(_)) => {
+                    return Err(self.error(
+                        span,
+                        &key("encoder.trace"),
+                        "only applies to kind = \"ladder\"",
+                    ))
+                }
+                ("ladder", None) => {
+                    return Err(self.error(
+                        span,
+                        &key("encoder.trace"),
+                        "kind = \"ladder\" needs `trace` (a ladder CSV)",
+                    ))
+                }
+                ("ladder", Some(t)) => {
+                    if let Err(tried) = self.resolve_path(t) {
+                        let tried: Vec<String> =
+                            tried.iter().map(|p| p.display().to_string()).collect();
+                        return Err(self.error(
+                            span,
+                            &key("encoder.trace"),
+                            format!(
+                                "trace file \"{t}\" not found (looked in: {})",
+                                tried.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                (other, _) => {
+                    return Err(self.error(
+                        span,
+                        &key("encoder.kind"),
+                        format!("unknown encoder kind \"{other}\" (one of: parametric, ladder)"),
+                    ))
+                }
             }
             if !(enc.fps.is_finite() && enc.fps > 0.0 && enc.fps <= 1000.0) {
                 return Err(self.error(

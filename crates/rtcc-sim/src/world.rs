@@ -16,9 +16,8 @@ use rtcc_core::cc::{
     SqpConfig,
 };
 use rtcc_core::feedback::{Nack, WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
-use rtcc_core::media::encoder::{
-    EtrDistribution, EtrModel, ParametricEncoder, ParametricEncoderConfig,
-};
+use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConfig};
+use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq, RecoveryConfig};
@@ -27,6 +26,7 @@ use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
 use rtcc_core::session::sender::{FeedbackTimeout, SenderConfig, SenderSession};
 use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
 
+use crate::encoder::SimEncoder;
 use crate::engine::{prefetch, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
 use crate::metrics::DelayHistogram;
@@ -110,7 +110,7 @@ pub(crate) enum Event {
 
 enum SenderEp {
     Idle,
-    Media(Box<SenderSession<ParametricEncoder>>),
+    Media(Box<SenderSession<SimEncoder>>),
     Tcp(Box<TcpSender>),
     Cbr {
         interval: Duration,
@@ -165,7 +165,13 @@ pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, Scen
         return Err(sc.error(None, "flow", what));
     };
     match World::flow_setup(sc, i, f.get_ref())? {
-        FlowSetup::Media(m) => Ok(*m),
+        FlowSetup::Media(m, None) => Ok(*m),
+        // rtcc-net builds a parametric encoder from `MediaSetup::encoder`.
+        FlowSetup::Media(_, Some(_)) => Err(sc.error(
+            None,
+            &format!("flow[{i}].encoder.kind"),
+            "the ladder encoder runs only in the simulator".to_string(),
+        )),
         // `found` only matches media flows.
         _ => Err(sc.error(None, "flow", "not a media flow".to_string())),
     }
@@ -177,9 +183,10 @@ pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<Cc
     cc_config(name, None, enc)
 }
 
-/// What a flow is built from (kept until its start time).
+/// What a flow is built from (kept until its start time); a media flow with
+/// `encoder.kind = "ladder"` carries its ladder trace.
 enum FlowSetup {
-    Media(Box<MediaSetup>),
+    Media(Box<MediaSetup>, Option<LadderTrace>),
     Tcp(TcpConfig),
     Cbr { rate: Bitrate, payload: Bytes },
 }
@@ -656,7 +663,24 @@ impl World {
                     .map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
                 encoder
                     .validate()
-                    .map_err(|e| sc.error(enc_span, &key("encoder"), e.to_string()))?;
+                    .map_err(|e| sc.error(enc_span.clone(), &key("encoder"), e.to_string()))?;
+                let ladder = match &enc_spec.trace {
+                    // Validation resolved the path; a read or parse error names
+                    // the file, line and field.
+                    Some(t) if enc_spec.kind == "ladder" => {
+                        let path = sc.resolve_path(t).map_err(|_| {
+                            sc.error(
+                                enc_span.clone(),
+                                &key("encoder.trace"),
+                                format!("trace file \"{t}\" not found"),
+                            )
+                        })?;
+                        Some(LadderTrace::load(&path).map_err(|e| {
+                            sc.error(enc_span.clone(), &key("encoder.trace"), e.to_string())
+                        })?)
+                    }
+                    _ => None,
+                };
                 let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
                 let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
                     .map_err(|m| {
@@ -675,7 +699,7 @@ impl World {
                         .map_err(|m| {
                             sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
                         })?;
-                FlowSetup::Media(Box::new(MediaSetup {
+                let media = Box::new(MediaSetup {
                     sender: SenderConfig {
                         cc,
                         packetizer,
@@ -692,7 +716,8 @@ impl World {
                         player,
                         recovery,
                     },
-                }))
+                });
+                FlowSetup::Media(media, ladder)
             }
             FlowKind::Tcp => {
                 let mut c = TcpConfig::default();
@@ -714,6 +739,7 @@ impl World {
                 c.variant = match f.cc.as_ref().map(|c| c.get_ref().as_str()) {
                     Some("reno") => TcpVariant::Reno,
                     Some("tahoe") => TcpVariant::Tahoe,
+                    Some("cubic") => TcpVariant::Cubic,
                     _ => TcpVariant::NewReno,
                 };
                 FlowSetup::Tcp(c)
@@ -1033,7 +1059,7 @@ impl World {
         let f = &mut self.flows[fi];
         let Some(setup) = f.setup.take() else { return };
         match setup {
-            FlowSetup::Media(m) => {
+            FlowSetup::Media(m, ladder) => {
                 let MediaSetup {
                     sender,
                     encoder,
@@ -1041,7 +1067,7 @@ impl World {
                 } = *m;
                 let rng = rng::stream(f.rng_seed, f.rng_id);
                 // Validated when the world was built, so the encoder cannot refuse its config.
-                let enc = match ParametricEncoder::new(now, encoder, rng) {
+                let enc = match SimEncoder::new(now, encoder, ladder, rng) {
                     Ok(e) => e,
                     Err(e) => {
                         self.io_error = Some(std::io::Error::other(format!(

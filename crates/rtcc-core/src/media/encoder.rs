@@ -16,7 +16,9 @@
 //! - **Rate-control lag**: a new target takes effect `reaction_delay` after the rate
 //!   controller gives it.
 //!
-//! [`TraceEncoder`] replays a frame-size trace of a real encoder instead.
+//! [`TraceEncoder`] replays a frame-size trace of a real encoder instead;
+//! [`LadderEncoder`](crate::media::ladder::LadderEncoder) replays a ladder of
+//! them, one per configured bitrate.
 //!
 //! Call protocol (crate doc): `set_target` is an input, `produce` is the output
 //! drained after `poll_timeout()` has been reached, `current_target` is a getter.

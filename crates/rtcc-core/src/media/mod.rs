@@ -2,5 +2,6 @@
 
 pub mod encoder;
 pub mod frame;
+pub mod ladder;
 pub mod packetizer;
 pub mod player;

@@ -3,10 +3,12 @@
 //!
 //! [`RenoGrowth`] is RFC 5681 §3.1 slow start and congestion avoidance with
 //! appropriate byte counting (RFC 3465 §2), shared by Tahoe, Reno and
-//! NewReno. CUBIC (RFC 9438) will be another [`WindowGrowth`] and another
-//! [`Growth`] arm; the sender does not change.
+//! NewReno. CUBIC (RFC 9438, [`CubicGrowth`], `cubic.rs`) is another
+//! [`WindowGrowth`] and another [`Growth`] arm over the same sender.
 
 use rtcc_core::{Bytes, Duration, Instant};
+
+use super::cubic::CubicGrowth;
 
 /// The congestion state a growth policy reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,13 @@ pub trait WindowGrowth {
     /// A congestion event (third duplicate ACK or RTO) with `flight_size` bytes
     /// outstanding: the new ssthresh.
     fn ssthresh_after_loss(&mut self, now: Instant, w: &Window, flight_size: Bytes) -> Bytes;
+
+    /// The retransmission timer expired (after `ssthresh_after_loss`, if the
+    /// sender called it). Reno growth has nothing to do; CUBIC restarts its
+    /// curve (RFC 9438 §4.8).
+    fn on_retransmission_timeout(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// RFC 5681 §3.1 slow start and congestion avoidance with byte counting.
@@ -89,29 +98,41 @@ impl WindowGrowth for RenoGrowth {
 
 /// The built-in growth policies, dispatched by `match` on the per-ACK path
 /// (STYLE rule 4).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Growth {
     /// RFC 5681 slow start + congestion avoidance (Tahoe, Reno, NewReno).
     Reno(RenoGrowth),
+    /// RFC 9438 CUBIC.
+    Cubic(CubicGrowth),
 }
 
 impl WindowGrowth for Growth {
     fn name(&self) -> &'static str {
         match self {
             Growth::Reno(g) => g.name(),
+            Growth::Cubic(g) => g.name(),
         }
     }
 
     fn on_ack(&mut self, now: Instant, w: &mut Window, acked: Bytes, srtt: Option<Duration>) {
         match self {
             Growth::Reno(g) => g.on_ack(now, w, acked, srtt),
+            Growth::Cubic(g) => g.on_ack(now, w, acked, srtt),
         }
     }
 
     fn ssthresh_after_loss(&mut self, now: Instant, w: &Window, flight_size: Bytes) -> Bytes {
         match self {
             Growth::Reno(g) => g.ssthresh_after_loss(now, w, flight_size),
+            Growth::Cubic(g) => g.ssthresh_after_loss(now, w, flight_size),
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, now: Instant) {
+        match self {
+            Growth::Reno(g) => g.on_retransmission_timeout(now),
+            Growth::Cubic(g) => g.on_retransmission_timeout(now),
         }
     }
 }

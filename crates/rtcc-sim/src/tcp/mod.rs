@@ -7,8 +7,8 @@
 //! - [`TcpSender`] (`sender.rs`): one window-based sender. Its window *growth*
 //!   (slow start and congestion avoidance, [`WindowGrowth`], `growth.rs`) and
 //!   its *loss recovery* ([`RecoveryKind`], `recovery.rs`) are separate parts,
-//!   so Tahoe, Reno, NewReno (and later CUBIC, as another growth) share one
-//!   skeleton (STYLE rule 5).
+//!   so Tahoe, Reno, NewReno and CUBIC (another growth, `cubic.rs`, RFC 9438
+//!   §4, with NewReno recovery) share one skeleton (STYLE rule 5).
 //!   - Slow start and congestion avoidance: RFC 5681 §3.1, with appropriate
 //!     byte counting (RFC 3465 §2.1, limit L, [`TcpConfig::abc_limit_segments`]).
 //!   - Fast retransmit on the third duplicate ACK: RFC 5681 §3.2.
@@ -79,6 +79,7 @@
 //!   retransmitted segment gives no RTT sample; otherwise the sample is taken
 //!   from the oldest newly acknowledged segment (ns-3's `RttHistory`).
 
+mod cubic;
 mod growth;
 mod receiver;
 mod recovery;
@@ -88,6 +89,7 @@ mod sender;
 #[cfg(test)]
 mod tests;
 
+pub use cubic::{CubicConfig, CubicGrowth, CubicRegion, BETA_CUBIC, CUBIC_C};
 pub use growth::{Growth, RenoGrowth, Window, WindowGrowth};
 pub use receiver::TcpReceiver;
 pub use recovery::RecoveryKind;
@@ -109,15 +111,20 @@ pub enum TcpVariant {
     /// RFC 6582: fast recovery that survives partial ACKs.
     #[default]
     NewReno,
+    /// RFC 9438 CUBIC window growth and decrease with NewReno (RFC 6582)
+    /// fast recovery.
+    Cubic,
 }
 
 impl TcpVariant {
-    /// The variant's name as used in scenario files (`"tahoe"`, `"reno"`, `"newreno"`).
+    /// The variant's name as used in scenario files (`"tahoe"`, `"reno"`,
+    /// `"newreno"`, `"cubic"`).
     pub fn name(self) -> &'static str {
         match self {
             TcpVariant::Tahoe => "tahoe",
             TcpVariant::Reno => "reno",
             TcpVariant::NewReno => "newreno",
+            TcpVariant::Cubic => "cubic",
         }
     }
 
@@ -126,7 +133,21 @@ impl TcpVariant {
         match self {
             TcpVariant::Tahoe => RecoveryKind::Tahoe,
             TcpVariant::Reno => RecoveryKind::Reno,
-            TcpVariant::NewReno => RecoveryKind::NewReno,
+            TcpVariant::NewReno | TcpVariant::Cubic => RecoveryKind::NewReno,
+        }
+    }
+
+    /// The window-growth part of this variant; `abc_limit_segments` is the
+    /// RFC 3465 limit L used in slow start (and Reno's congestion avoidance).
+    pub fn growth(self, abc_limit_segments: u32) -> Growth {
+        match self {
+            TcpVariant::Tahoe | TcpVariant::Reno | TcpVariant::NewReno => {
+                Growth::Reno(RenoGrowth::new(abc_limit_segments))
+            }
+            TcpVariant::Cubic => Growth::Cubic(CubicGrowth::new(CubicConfig {
+                abc_limit_segments,
+                ..CubicConfig::default()
+            })),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use rtcc_core::{Bytes, Duration, Instant};
 
-use super::growth::{Growth, RenoGrowth, Window, WindowGrowth};
+use super::growth::{Growth, Window, WindowGrowth};
 use super::recovery::{OnLoss, OnNewAck, Recovery, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::{Ack, Segment, TcpConfig, TcpSenderStats};
@@ -31,7 +31,7 @@ impl SentSegment {
 /// Segments kept before the ring first grows (covers a 512-segment window).
 const INITIAL_RING_CAPACITY: usize = 512;
 
-/// A bulk TCP sender (Tahoe / Reno / NewReno per [`TcpConfig::variant`]).
+/// A bulk TCP sender (Tahoe / Reno / NewReno / CUBIC per [`TcpConfig::variant`]).
 ///
 /// Sequence variables (RFC 9293 names): `snd_una` oldest unacknowledged byte,
 /// `snd_nxt` next byte to send (rewound to `snd_una` on go-back-N), `snd_max`
@@ -83,7 +83,7 @@ impl TcpSender {
             header: config.header,
             limited_transmit: config.limited_transmit,
             data_limit: config.data_limit.map_or(u64::MAX, Bytes::get),
-            growth: Growth::Reno(RenoGrowth::new(config.abc_limit_segments)),
+            growth: config.variant.growth(config.abc_limit_segments),
             recovery: Recovery::new(config.variant.recovery()),
             window,
             rtt: RttEstimator::new(
@@ -204,6 +204,7 @@ impl TcpSender {
             };
         }
         self.rto_una = Some(self.snd_una);
+        self.growth.on_retransmission_timeout(now);
         // RFC 5681 §3.1: cwnd = loss window LW = 1 full-sized segment.
         self.window.cwnd = self.window.mss;
         self.recovery.on_rto(self.snd_max);

@@ -559,8 +559,12 @@ fn random_operation_sequences_keep_invariants() {
     let mut steps_in_recovery = 0u64;
     for case in 0..300u64 {
         let mut rng = rng::stream(0x7c9, case);
-        let variant =
-            [TcpVariant::Tahoe, TcpVariant::Reno, TcpVariant::NewReno][rng.random_range(0..3)];
+        let variant = [
+            TcpVariant::Tahoe,
+            TcpVariant::Reno,
+            TcpVariant::NewReno,
+            TcpVariant::Cubic,
+        ][rng.random_range(0..4)];
         let config = TcpConfig {
             mss: Bytes::new(rng.random_range(1..3) * 500),
             variant,
@@ -691,4 +695,47 @@ fn random_operation_sequences_keep_invariants() {
         steps_in_recovery > 1000,
         "fast recovery exercised: {steps_in_recovery}"
     );
+}
+
+/// One CUBIC flow alone on 10 Mbps, 40 ms RTT (20 ms each way), 100 KB
+/// drop-tail queue (2 BDP), 60 s: utilisation above 90 %, the queue
+/// overflows, recovery halves nothing (β = 0.7 keeps the pipe full), and
+/// after the start-up every 5 s interval runs above 90 % of capacity.
+#[test]
+fn end_to_end_cubic_fills_a_10mbps_bottleneck() {
+    let config = TcpConfig {
+        variant: TcpVariant::Cubic,
+        ..TcpConfig::default()
+    };
+    let rate = Bitrate::mbps(10);
+    let mut net = Net::new(config, rate, Duration::from_millis(20), Bytes::new(100_000));
+    assert_eq!(net.sender.growth_name(), "cubic");
+    let mut per_second = Vec::new();
+    let mut last = 0;
+    for k in 1..=60 {
+        net.run_until(Instant::from_secs(k));
+        let d = net.receiver.delivered_bytes();
+        per_second.push(d - last);
+        last = d;
+    }
+    let capacity = rate * Duration::from_secs(60);
+    let utilisation = net.receiver.delivered_bytes() as f64 / capacity.as_f64();
+    let st = net.sender.stats().clone();
+    let ctx = format!(
+        "utilisation {utilisation:.3} drops {} exits {:?} {st:?}\n{per_second:?}",
+        net.queue_drops, net.recovery_exits
+    );
+    eprintln!("{ctx}");
+    assert!(utilisation > 0.90, "{ctx}");
+    assert!(net.queue_drops > 0, "the queue must overflow: {ctx}");
+    assert!(st.fast_retransmits > 1, "{ctx}");
+    // β = 0.7: after each recovery ssthresh is 0.7 of the flight at the loss.
+    for &(cwnd, ssthresh, _) in &net.recovery_exits {
+        assert_eq!(cwnd, ssthresh, "{ctx}");
+    }
+    let five_s = (rate * Duration::from_secs(5)).get();
+    for (k, w) in per_second.chunks(5).enumerate().skip(2) {
+        let b: u64 = w.iter().sum();
+        assert!(b * 10 > five_s * 9, "interval {k} below 90 %: {ctx}");
+    }
 }
