@@ -131,9 +131,14 @@ def metric_value(summary: Mapping[str, Any], path: str) -> float | None:
         node = next((x for x in items if x.get("name") == name), None)
     else:
         node, keys = summary, path
-    for key in keys.split(".") if keys else []:
-        if not isinstance(node, Mapping) or key not in node:
+    parts = keys.split(".") if keys else []
+    for i, key in enumerate(parts):
+        if not isinstance(node, Mapping):
             return None
+        if key not in node:
+            # A flow's `cc_states` lists only the states it was seen in: the
+            # share of any other state is 0.
+            return 0.0 if i > 0 and parts[i - 1] == "cc_states" and i == len(parts) - 1 else None
         node = node[key]
     if isinstance(node, bool) or not isinstance(node, int | float):
         return None

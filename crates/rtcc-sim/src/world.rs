@@ -2006,7 +2006,8 @@ fn cc_config(
                 "phys_loss_history",
             ];
             const RATES: &[&str] = &["start_bitrate", "min_bitrate", "max_bitrate"];
-            let allowed: Vec<&str> = [RATES, F64, DURATIONS, SIZES, COUNTS].concat();
+            const BOOLS: &[&str] = &["fallback"];
+            let allowed: Vec<&str> = [RATES, F64, DURATIONS, SIZES, COUNTS, BOOLS].concat();
             check_keys(t, &allowed)?;
             let mut c = CamelConfig {
                 start_bitrate: enc.start_bitrate,
@@ -2068,6 +2069,10 @@ fn cc_config(
                         "burst_initial" => c.burst_initial = b,
                         _ => c.burst_max = b,
                     }
+                } else if BOOLS.contains(&k) {
+                    c.fallback = v
+                        .as_bool()
+                        .ok_or_else(|| format!("`{k}`: expected true or false, got {v}"))?;
                 } else {
                     let n = v
                         .as_integer()

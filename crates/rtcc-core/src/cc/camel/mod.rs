@@ -106,6 +106,11 @@ pub struct CamelConfig {
     pub phys_loss_history: usize,
     /// Time in fall-back before Camel tries again (ours, I19).
     pub fallback_hold: Duration,
+    /// Whether Camel falls back to GCC at the minimum burst length (§4.3).
+    /// `false`, with `burst_min = burst_max`, is the fixed-burst baseline of
+    /// §5.4 (Fig. 13: "a fixed 20 KB burst"), which has no bursting-length
+    /// controller to fall back from.
+    pub fallback: bool,
     /// The fall-back controller (§4.3 "a GCC-based approach"); its start
     /// bitrate is replaced by Camel's target at entry, its bounds by Camel's.
     pub gcc: GccConfig,
@@ -138,6 +143,7 @@ impl Default for CamelConfig {
             slice_min_packets: 30,
             phys_loss_history: 6,
             fallback_hold: Duration::from_secs(30),
+            fallback: true,
             gcc: GccConfig::default(),
         }
     }
@@ -545,7 +551,9 @@ impl CongestionController for Camel {
         }
         // §4.3, eq. 7 every 5 s; fall back at the minimum length.
         if let Some(BurstUpdate::Fallback) = self.burst.on_timeout(now) {
-            self.enter_fallback(now);
+            if self.config.fallback {
+                self.enter_fallback(now);
+            }
         }
     }
 

@@ -121,12 +121,10 @@ fn pacer_emits_head_of_l_then_paces() {
     assert!(times[5] - times[4] >= Duration::from_micros(6400 * 4));
 }
 
-#[test]
-fn fallback_through_the_trait_and_back() {
-    let cfg = CamelConfig {
-        burst_initial: Bytes::new(2048),
-        ..CamelConfig::default()
-    };
+/// Camel at L = L_min after a first 5 s period in which slice 0 lost 30 %
+/// and slice 1 nothing (so p_cur − p_phys = 0.3 > 0.1): eq. 7 wants to shrink
+/// below the minimum. Returns the controller and its target before.
+fn after_lossy_first_period(cfg: CamelConfig) -> (Camel, Bitrate) {
     let mut c = Camel::new(Instant::ZERO, cfg);
     let mut seq = 0;
     send_frame(&mut c, 0, &mut seq, 0, 5);
@@ -163,6 +161,16 @@ fn fallback_through_the_trait_and_back() {
     );
     assert_eq!(c.poll_timeout(), Some(Instant::from_secs(5)));
     c.on_timeout(Instant::from_secs(5));
+    (c, camel_target)
+}
+
+#[test]
+fn fallback_through_the_trait_and_back() {
+    let cfg = CamelConfig {
+        burst_initial: Bytes::new(2048),
+        ..CamelConfig::default()
+    };
+    let (mut c, camel_target) = after_lossy_first_period(cfg);
     assert!(c.in_fallback());
     assert_eq!(c.estimate().state, "fallback");
     // GCC's budget and target, GCC started at Camel's target.
@@ -185,6 +193,19 @@ fn fallback_through_the_trait_and_back() {
     assert!(!c.in_fallback());
     assert_eq!(c.internals().burst_length, Bytes::new(2048));
     assert!((c.internals().gamma - 1.0).abs() < 1e-12);
+    assert_eq!(c.send_budget().frame_burst, Some(Bytes::new(2048)));
+}
+
+#[test]
+fn fallback_disabled_keeps_camel_at_the_minimum() {
+    let cfg = CamelConfig {
+        burst_initial: Bytes::new(2048),
+        fallback: false,
+        ..CamelConfig::default()
+    };
+    let (c, _) = after_lossy_first_period(cfg);
+    assert!(!c.in_fallback());
+    assert_ne!(c.estimate().state, "fallback");
     assert_eq!(c.send_budget().frame_burst, Some(Bytes::new(2048)));
 }
 
