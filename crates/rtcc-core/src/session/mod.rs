@@ -351,7 +351,11 @@ mod feedback_timeout_tests {
             now,
             SenderConfig {
                 cc,
-                packetizer: Packetizer::default(),
+                // No header overhead, so the encoder's target is the controller's.
+                packetizer: Packetizer {
+                    header_overhead: crate::units::Bytes::ZERO,
+                    ..Packetizer::default()
+                },
                 feedback_timeout: timeout,
                 recovery: Default::default(),
             },
@@ -404,6 +408,35 @@ mod feedback_timeout_tests {
         // The silence clock restarts at the next send, not at time zero.
         assert_eq!(drive(&mut s, ms(2100), ms(3000)), Bitrate::kbps(2000));
         assert_eq!(drive(&mut s, ms(3000), ms(3200)), Bitrate::kbps(1000));
+    }
+
+    #[test]
+    fn encoder_gets_the_payload_share_of_the_target() {
+        let now = Instant::ZERO;
+        let enc = ParametricEncoder::new(
+            now,
+            ParametricEncoderConfig {
+                reaction_delay: Duration::ZERO,
+                ..Default::default()
+            },
+            rng::stream(1, 1),
+        )
+        .unwrap();
+        let s = SenderSession::new(
+            now,
+            SenderConfig {
+                cc: CcConfig::Fixed(FixedConfig {
+                    bitrate: Bitrate::kbps(2496),
+                    pacing_factor: 2.5,
+                }),
+                packetizer: Packetizer::default(),
+                feedback_timeout: None,
+                recovery: Default::default(),
+            },
+            enc,
+        );
+        // 1200 B of payload per 1248 B on the wire.
+        assert_eq!(s.encoder().current_target(), Bitrate::kbps(2400));
     }
 
     #[test]

@@ -183,7 +183,7 @@ impl<E: EncoderModel> SenderSession<E> {
     pub fn new(now: Instant, config: SenderConfig, mut encoder: E) -> Self {
         let cc = config.cc.build(now);
         let pacer = Pacer::new(now, cc.send_budget());
-        encoder.set_target(now, cc.target_bitrate());
+        encoder.set_target(now, payload_share(&config.packetizer, cc.target_bitrate()));
         SenderSession {
             pacer,
             cc,
@@ -265,7 +265,17 @@ impl<E: EncoderModel> SenderSession<E> {
             target = self.media_share(now, target);
         }
         self.pacer.set_budget(now, budget);
-        self.encoder.set_target(now, target);
+        self.encoder.set_target(now, self.payload_share(target));
+    }
+
+    /// The payload rate that fills `target` on the wire: controllers estimate
+    /// wire rates (their samples count headers), the encoder produces payload.
+    /// libwebrtc likewise takes the packet overhead out of the encoder's
+    /// target (call/rtp_video_sender.cc `OnBitrateUpdated`, "send-side BWE
+    /// with overhead"). Full packets are assumed: each carries `mtu` payload
+    /// bytes and `header_overhead` header bytes.
+    fn payload_share(&self, target: Bitrate) -> Bitrate {
+        payload_share(&self.packetizer, target)
     }
 
     /// The part of `target` left to new media once the recovery packets of
@@ -588,6 +598,16 @@ impl<E: EncoderModel> SenderSession<E> {
         }
         t.map(|t| t.max(now))
     }
+}
+
+/// See [`SenderSession::payload_share`].
+fn payload_share(p: &Packetizer, target: Bitrate) -> Bitrate {
+    let mtu = p.mtu.as_f64();
+    let overhead = p.header_overhead.as_f64();
+    if mtu <= 0.0 {
+        return target;
+    }
+    target.mul_f64(mtu / (mtu + overhead))
 }
 
 #[cfg(test)]
