@@ -271,4 +271,4 @@ def test_the_camel_paper_runs_end_to_end(tmp_path: Path) -> None:
     text = md.read_text()
     assert "| camel |" in text
     assert "| pudica |" in text
-    assert (tmp_path / "camel-quick-figures" / "fig10-etr60" / "rate.png").is_file()
+    assert (tmp_path / "camel-figures" / "fig10-etr60" / "rate.png").is_file()

@@ -37,15 +37,13 @@
 #[cfg(test)]
 mod tests;
 
-use crate::cc::sqp::train::{FrameSample, MinOwd, TrainCollector};
+use crate::cc::sqp::train::{FrameSample, MinOwd, RttStats, TrainCollector};
 use crate::cc::{CongestionController, Estimate, SendBudget};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
-/// Weight of a new RTT sample in the smoothed RTT (RFC 6298 §2.3: α = 1/8).
-const RTT_ALPHA: f64 = 0.125;
 
 /// Spacing of decreases before any RTT sample exists (our choice: 100 ms).
 const DEFAULT_DECREASE_SPACING: Duration = Duration::from_millis(100);
@@ -138,8 +136,7 @@ pub struct Pudica {
     queuing: Duration,
     state: PudicaState,
     last_decrease: Option<Instant>,
-    srtt: Option<Duration>,
-    min_rtt: Option<Duration>,
+    rtt: RttStats,
     /// Target in force when each recent frame was produced, by frame id.
     frame_targets: std::collections::VecDeque<(u64, Bitrate)>,
     samples: Vec<FrameSample>,
@@ -160,8 +157,7 @@ impl Pudica {
             queuing: Duration::ZERO,
             state: PudicaState::Start,
             last_decrease: None,
-            srtt: None,
-            min_rtt: None,
+            rtt: RttStats::default(),
             frame_targets: std::collections::VecDeque::new(),
             samples: Vec::new(),
             config,
@@ -222,7 +218,7 @@ impl Pudica {
             self.bur += g * (frame_bur - self.bur);
         }
         let ceiling = self.bandwidth.mul_f64(self.config.bur_ceiling);
-        let spacing = self.srtt.unwrap_or(DEFAULT_DECREASE_SPACING);
+        let spacing = self.rtt.srtt.unwrap_or(DEFAULT_DECREASE_SPACING);
         if self.queuing >= self.config.queue_high {
             self.state = PudicaState::Drain;
             if self
@@ -273,13 +269,7 @@ impl CongestionController for Pudica {
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
-        if let Some(rtt) = report.rtt_sample(now) {
-            self.srtt = Some(match self.srtt {
-                None => rtt,
-                Some(s) => s.mul_f64(1.0 - RTT_ALPHA) + rtt.mul_f64(RTT_ALPHA),
-            });
-            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        }
+        self.rtt.on_feedback(now, report);
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
         self.trains.on_feedback(report, &mut samples);
@@ -310,8 +300,8 @@ impl CongestionController for Pudica {
     fn estimate(&self) -> Estimate {
         Estimate {
             bandwidth: Some(self.bandwidth),
-            rtt: self.srtt,
-            min_rtt: self.min_rtt,
+            rtt: self.rtt.srtt,
+            min_rtt: self.rtt.min_rtt,
             loss_rate: None,
             state: self.state.as_str(),
         }

@@ -37,15 +37,13 @@ pub mod train;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use self::train::{FrameSample, MinOwd, TrainCollector};
+use self::train::{FrameSample, MinOwd, RttStats, TrainCollector};
 use crate::cc::{CongestionController, Estimate, SendBudget};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
-/// Weight of a new RTT sample in the smoothed RTT (RFC 6298 §2.3: α = 1/8).
-const RTT_ALPHA: f64 = 0.125;
 
 /// Configuration of [`Sqp`]. Values the SQP abstract does not give are ours
 /// (see `docs/algorithms/sqp.md`, "Parameters").
@@ -108,8 +106,7 @@ pub struct Sqp {
     raw_estimate: Bitrate,
     /// Queuing delay of the newest frame.
     queuing: Duration,
-    srtt: Option<Duration>,
-    min_rtt: Option<Duration>,
+    rtt: RttStats,
     samples: Vec<FrameSample>,
     frames_measured: u64,
 }
@@ -124,8 +121,7 @@ impl Sqp {
             estimate: start,
             raw_estimate: start,
             queuing: Duration::ZERO,
-            srtt: None,
-            min_rtt: None,
+            rtt: RttStats::default(),
             samples: Vec::new(),
             frames_measured: 0,
             config,
@@ -210,13 +206,7 @@ impl CongestionController for Sqp {
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
-        if let Some(rtt) = report.rtt_sample(now) {
-            self.srtt = Some(match self.srtt {
-                None => rtt,
-                Some(s) => s.mul_f64(1.0 - RTT_ALPHA) + rtt.mul_f64(RTT_ALPHA),
-            });
-            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        }
+        self.rtt.on_feedback(now, report);
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
         self.trains.on_feedback(report, &mut samples);
@@ -250,8 +240,8 @@ impl CongestionController for Sqp {
     fn estimate(&self) -> Estimate {
         Estimate {
             bandwidth: Some(self.raw_estimate),
-            rtt: self.srtt,
-            min_rtt: self.min_rtt,
+            rtt: self.rtt.srtt,
+            min_rtt: self.rtt.min_rtt,
             loss_rate: None,
             state: if self.recovery_factor(self.queuing) < 1.0 {
                 "queue-recovery"

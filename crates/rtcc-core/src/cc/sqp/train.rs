@@ -21,6 +21,32 @@ use crate::units::{Bitrate, Bytes};
 /// 64 frames is two seconds at 30 fps, far beyond any feedback delay.
 pub const MAX_OPEN_FRAMES: usize = 64;
 
+/// Weight of a new RTT sample in the smoothed RTT (RFC 6298 §2.3: α = 1/8).
+const RTT_ALPHA: f64 = 0.125;
+
+/// Smoothed and minimum round-trip time of a feedback stream, as SQP and
+/// Pudica both keep them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RttStats {
+    /// Smoothed RTT (RFC 6298 §2.3 smoothing with α = 1/8).
+    pub srtt: Option<Duration>,
+    /// Smallest RTT sample seen.
+    pub min_rtt: Option<Duration>,
+}
+
+impl RttStats {
+    /// Takes the report's RTT sample (`FeedbackReport::rtt_sample`), if any.
+    pub fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
+        if let Some(rtt) = report.rtt_sample(now) {
+            self.srtt = Some(match self.srtt {
+                None => rtt,
+                Some(s) => s.mul_f64(1.0 - RTT_ALPHA) + rtt.mul_f64(RTT_ALPHA),
+            });
+            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
+    }
+}
+
 /// What one complete frame train measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FrameSample {
