@@ -595,9 +595,16 @@ mod tests {
 
         /// Feeds a one-packet frame; true if it reached the session.
         fn feed(&mut self, seq: u64, frame_id: u64) -> bool {
+            self.feed_as(seq, seq, frame_id, None)
+        }
+
+        /// Feeds packet `media_seq` of frame `frame_id` with transport
+        /// sequence `seq`; with `rtx = Some(ssrc)` as an RFC 4588
+        /// retransmission from `ssrc`.
+        fn feed_as(&mut self, seq: u64, media_seq: u64, frame_id: u64, rtx: Option<u32>) -> bool {
             let tx = Transmit {
                 seq,
-                media_seq: seq,
+                media_seq,
                 kind: rtcc_core::PacketKind::Media,
                 packet: MediaPacket {
                     frame_id,
@@ -612,13 +619,17 @@ mod tests {
                 send_time: Instant::from_millis(frame_id),
             };
             let mut d = Vec::new();
-            wire::encode_media(
-                &self.cfg,
-                &tx,
-                self.clock.ntp_of(Instant::ZERO),
-                None,
-                &mut d,
-            )
+            let ntp = self.clock.ntp_of(Instant::ZERO);
+            match rtx {
+                None => wire::encode_media(&self.cfg, &tx, ntp, None, &mut d),
+                Some(ssrc) => {
+                    let cfg = WireConfig {
+                        rtx_ssrc: ssrc,
+                        ..self.cfg
+                    };
+                    wire::encode_rtx(&cfg, &tx, seq as u16, ntp, None, &mut d)
+                }
+            }
             .unwrap();
             let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
             let now = Instant::from_millis(frame_id + 1);
@@ -633,6 +644,37 @@ mod tests {
                 &mut self.stats,
             )
         }
+    }
+
+    #[test]
+    fn retransmissions_reach_the_session_with_their_original_number() {
+        let mut rx = Rx::new();
+        let rtx_ssrc = WireConfig::default().rtx_ssrc;
+        // Before any media, a retransmission names no stream: dropped.
+        assert!(!rx.feed_as(0, 0, 0, Some(rtx_ssrc)));
+        assert_eq!(rx.stats.foreign_ssrc, 1);
+        assert!(rx.feed(0, 0));
+        assert!(rx.feed(2, 2)); // media 1 is lost
+        // Its retransmission, with transport seq 3: locks the RTX stream.
+        assert!(rx.feed_as(3, 1, 1, Some(rtx_ssrc)));
+        let st = rx.session.stats();
+        assert_eq!((st.rtx_received, st.rtx_useful), (1, 1), "{st:?}");
+        assert_eq!(st.seq_end, 4);
+        // Another RTX SSRC is a stranger now; the locked one still passes.
+        assert!(!rx.feed_as(4, 1, 1, Some(0x0BAD_0BAD)));
+        assert_eq!(rx.stats.foreign_ssrc, 2);
+        assert!(rx.feed_as(5, 1, 1, Some(rtx_ssrc)));
+        // A second copy fills nothing (late or duplicate, as the player sees it).
+        let st = rx.session.stats();
+        assert_eq!((st.rtx_received, st.rtx_useful), (2, 1), "{st:?}");
+        assert_eq!(rx.stats.rtx_packets, 2);
+        assert_eq!(rx.stats.media_packets, 4);
+        // The RTX stream's own numbers count what was sent (3 and 5).
+        let s = rx.stream.as_ref().unwrap();
+        assert_eq!(s.rtx_seqs.highest(), Some(5));
+        assert_eq!(s.rtx_first, Some(3));
+        // Media reception statistics see the media stream only.
+        assert_eq!(s.media_seqs.highest(), Some(2));
     }
 
     #[test]
