@@ -655,7 +655,7 @@ mod tests {
         assert_eq!(rx.stats.foreign_ssrc, 1);
         assert!(rx.feed(0, 0));
         assert!(rx.feed(2, 2)); // media 1 is lost
-        // Its retransmission, with transport seq 3: locks the RTX stream.
+                                // Its retransmission, with transport seq 3: locks the RTX stream.
         assert!(rx.feed_as(3, 1, 1, Some(rtx_ssrc)));
         let st = rx.session.stats();
         assert_eq!((st.rtx_received, st.rtx_useful), (1, 1), "{st:?}");

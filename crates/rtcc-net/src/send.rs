@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rtcc_core::media::encoder::{EncodedFrame, EncoderModel, ParametricEncoder};
 use rtcc_core::feedback::Nack;
+use rtcc_core::media::encoder::{EncodedFrame, EncoderModel, ParametricEncoder};
 use rtcc_core::media::packetizer::Packetizer;
 use rtcc_core::recovery::{LossRecovery as _, RecoveryStats};
 use rtcc_core::session::sender::{SenderConfig, SenderSession};

@@ -66,7 +66,8 @@ fn start(nack: bool, send_secs: u64) -> Handles {
     let mut emu_cfg = EmulatorConfig::symmetric(emu_addr, rx_addr, link);
     emu_cfg.duration = Some(Duration::from_secs(send_secs + 2));
     emu_cfg.seed = 7;
-    let emu = thread::spawn(move || emulate::run_blocking(emu_cfg, Arc::new(AtomicBool::new(false))));
+    let emu =
+        thread::spawn(move || emulate::run_blocking(emu_cfg, Arc::new(AtomicBool::new(false))));
 
     let mut media = rtcc_net::default_media("fixed").unwrap();
     if nack {
@@ -193,7 +194,10 @@ fn nack_recovers_frames_lost_on_a_lossy_link() {
         n("retransmissions_received") <= n("retransmissions_sent"),
         "{rec}"
     );
-    assert!(n("retransmissions_useful") * 2 > n("retransmissions_received"), "{rec}");
+    assert!(
+        n("retransmissions_useful") * 2 > n("retransmissions_received"),
+        "{rec}"
+    );
     assert_eq!(
         n("retransmissions_useful") + n("retransmissions_late") + n("retransmissions_duplicate"),
         n("retransmissions_received"),

@@ -632,8 +632,15 @@ pub(crate) mod tests {
         let mut media = Vec::new();
         encode_media(&cfg, &tx, 0x0102_0304_0506_0708, Some(b"xyz"), &mut media).unwrap();
         let mut buf = vec![0xAA; 100];
-        let n = encode_rtx(&cfg, &tx, 0xFFFF, 0x0102_0304_0506_0708, Some(b"xyz"), &mut buf)
-            .unwrap();
+        let n = encode_rtx(
+            &cfg,
+            &tx,
+            0xFFFF,
+            0x0102_0304_0506_0708,
+            Some(b"xyz"),
+            &mut buf,
+        )
+        .unwrap();
         assert_eq!(n, media.len() + RTX_OSN_LEN);
         #[rustfmt::skip]
         let expect: Vec<u8> = vec![

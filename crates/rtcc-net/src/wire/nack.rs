@@ -82,8 +82,8 @@ pub fn encode_nack(
     seqs: &[u16],
     max_packet: usize,
 ) -> Result<Vec<Vec<u8>>, WireError> {
-    let per_packet = (max_packet.saturating_sub(NACK_HEADER_LEN) / NACK_FCI_LEN)
-        .clamp(1, MAX_FCI_PER_PACKET);
+    let per_packet =
+        (max_packet.saturating_sub(NACK_HEADER_LEN) / NACK_FCI_LEN).clamp(1, MAX_FCI_PER_PACKET);
     let mut out = Vec::new();
     for chunk in nack_pairs(seqs).chunks(per_packet) {
         let p = TransportLayerNack {
