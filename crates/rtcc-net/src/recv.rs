@@ -108,9 +108,9 @@ pub struct RecvStats {
     /// Packets that arrived with a lower sequence number than an earlier one.
     pub reordered: u64,
     /// Media whose transport sequence number or frame id jumped implausibly far
-    /// ahead (`MAX_DROPOUT` = 3 000 packets, `MAX_FRAME_JUMP` = 300 frames) and that was dropped; a jump
-    /// is believed when the very next packet follows on from it (a restarted
-    /// sender, RFC 3550 Appendix A.1).
+    /// ahead (`MAX_DROPOUT` = 3 000 packets, `MAX_FRAME_JUMP` = 300 frames)
+    /// and that was dropped; a jump is believed when the very next packet
+    /// follows on from it (a restarted sender, RFC 3550 Appendix A.1).
     pub sequence_jumps: u64,
     /// RTCP feedback datagrams sent.
     pub feedback_datagrams: u64,
