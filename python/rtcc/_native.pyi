@@ -61,6 +61,7 @@ def send(
     seed: int = 1,
     bind: str | None = None,
     feedback_timeout: bool = True,
+    recovery: str | None = None,
 ) -> str:
     """Send video over RTP/UDP to `to` under congestion control; statistics as JSON."""
 
@@ -72,5 +73,6 @@ def recv(
     duration: str | None = None,
     idle_timeout: str | None = None,
     feedback: str | None = None,
+    recovery: str | None = None,
 ) -> str:
     """Receive video on `listen`, send feedback; the run's summary.json as JSON."""

@@ -70,6 +70,7 @@ def send(
     seed: int = 1,
     bind: str | None = None,
     feedback_timeout: bool = True,
+    recovery: str | None = None,
 ) -> dict[str, Any]:
     """Send video over RTP/UDP to ``to`` (``host:port``) under congestion control.
 
@@ -92,6 +93,9 @@ def send(
         bind: Local ``host:port`` (default any).
         feedback_timeout: Back off when the receiver's feedback stops (RFC 8083
             spirit); turn off for a stock receiver that sends none.
+        recovery: Loss recovery, ``"none"`` or ``"nack"`` (RTCP NACK and
+            RFC 4588 retransmissions); default the scenario flow's, else
+            ``"none"``. The receiver must use the same.
 
     Returns:
         The sender's statistics.
@@ -110,6 +114,7 @@ def send(
         seed=seed,
         bind=bind,
         feedback_timeout=feedback_timeout,
+        recovery=recovery,
     )
     result: dict[str, Any] = json.loads(text)
     return result
@@ -124,6 +129,7 @@ def recv(
     duration: Duration | None = None,
     idle_timeout: Duration | None = None,
     feedback: str = "twcc",
+    recovery: str | None = None,
 ) -> dict[str, Any]:
     """Receive video on ``listen`` (``host:port``), send feedback, play it out.
 
@@ -136,6 +142,8 @@ def recv(
         duration: How long to run; ``None`` = until Ctrl-C or ``idle_timeout``.
         idle_timeout: Stop after this long without media once media has come.
         feedback: ``"twcc"`` (transport-wide CC feedback) or ``"rfc8888"``.
+        recovery: Loss recovery, ``"none"`` or ``"nack"``; default the scenario
+            flow's, else ``"none"``. The sender must use the same.
 
     Returns:
         The run's ``summary.json`` as a dict.
@@ -148,6 +156,7 @@ def recv(
         duration=_duration(duration),
         idle_timeout=_duration(idle_timeout),
         feedback=feedback,
+        recovery=recovery,
     )
     result: dict[str, Any] = json.loads(text)
     return result

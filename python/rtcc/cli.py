@@ -231,6 +231,11 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     send.add_argument("--bind", metavar="HOST:PORT", help="local address (default: any)")
     send.add_argument(
+        "--recovery",
+        metavar="NAME",
+        help="loss recovery: none or nack (default: the scenario flow's, else none)",
+    )
+    send.add_argument(
         "--no-feedback-timeout",
         action="store_true",
         help="do not back off when feedback stops (for a stock receiver such as ffplay)",
@@ -268,6 +273,11 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         type=Path,
         metavar="FILE",
         help="take the feedback interval from this scenario",
+    )
+    recv.add_argument(
+        "--recovery",
+        metavar="NAME",
+        help="loss recovery: none or nack, as the sender (default: the flow's, else none)",
     )
     recv.add_argument(
         "--flow", metavar="NAME", help="media flow of --scenario (default: the first)"
@@ -398,6 +408,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         seed=args.seed,
         bind=args.bind,
         feedback_timeout=not args.no_feedback_timeout,
+        recovery=args.recovery,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_stats(console, "sender", stats)
@@ -413,6 +424,7 @@ def _cmd_recv(args: argparse.Namespace) -> int:
         duration=args.duration,
         idle_timeout=args.idle_timeout,
         feedback=args.feedback,
+        recovery=args.recovery,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_summary(console, summary)

@@ -83,6 +83,8 @@ def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
         (["send", "--to", "127.0.0.1:9", "--cc", "bbr9"], ["--cc", "bbr9"]),
         (["send", "--to", "127.0.0.1:9", "--duration", "3 parsecs"], ["--duration", "3 parsecs"]),
         (["recv", "--listen", "127.0.0.1:0", "--out", "x", "--feedback", "nack"], ["--feedback"]),
+        (["send", "--to", "127.0.0.1:9", "--recovery", "fec"], ["--recovery", "fec"]),
+        (["recv", "--listen", "127.0.0.1:0", "--recovery", "arq"], ["--recovery", "arq"]),
         (
             ["emulate", "--listen", "127.0.0.1:0", "--forward", "127.0.0.1:9", "--rate", "3Mbs"],
             ["--rate", "3Mbs"],
@@ -92,7 +94,16 @@ def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
             ["no-such.h264"],
         ),
     ],
-    ids=["bad-addr", "bad-cc", "bad-duration", "bad-feedback", "bad-rate", "missing-source"],
+    ids=[
+        "bad-addr",
+        "bad-cc",
+        "bad-duration",
+        "bad-feedback",
+        "bad-send-recovery",
+        "bad-recv-recovery",
+        "bad-rate",
+        "missing-source",
+    ],
 )
 def test_bad_net_options_exit_2_naming_them(
     tmp_path: Path, args: list[str], needles: list[str]

@@ -3,7 +3,9 @@
 //! The very same `rtcc-core` sender and receiver sessions the simulator drives,
 //! carried over real UDP sockets as RTP (RFC 3550) with the transport-wide
 //! sequence-number header extension, and RTCP feedback
-//! (draft-holmer-rmcat-transport-wide-cc-extensions-01, or RFC 8888).
+//! (draft-holmer-rmcat-transport-wide-cc-extensions-01, or RFC 8888), with
+//! NACK-based loss recovery as RTCP generic NACK (RFC 4585 §6.2.1) and RFC 4588
+//! retransmission packets.
 //! A link emulator replays the simulator's link models on a real clock.
 //!
 //! Malformed or unexpected datagrams are dropped and counted, never a panic.
@@ -105,7 +107,7 @@ pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
             cc,
             packetizer: Packetizer::default(),
             feedback_timeout: Some(FeedbackTimeout::default()),
-            // rtcc-net carries no NACK or RTX yet.
+            // No loss recovery unless asked (`--recovery nack`, a flow's `recovery`).
             recovery: Default::default(),
         },
         encoder,

@@ -5,6 +5,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
+use rtcc_core::recovery::RecoveryConfig;
 use rtcc_core::Duration;
 use rtcc_sim::scenario::Scenario;
 use rtcc_sim::MediaSetup;
@@ -44,6 +45,9 @@ pub struct SendOptions {
     /// Back off when feedback stops (`--no-feedback-timeout` clears it: a
     /// stock receiver sends no congestion feedback).
     pub feedback_timeout: bool,
+    /// `--recovery none|nack`: overrides the scenario flow's loss recovery
+    /// (default: the flow's, else none). The receiver must use the same.
+    pub recovery: Option<String>,
 }
 
 /// Options of `rtcc recv`.
@@ -63,6 +67,9 @@ pub struct RecvOptions {
     pub idle_timeout: Option<String>,
     /// `--feedback twcc|rfc8888`.
     pub feedback: Option<String>,
+    /// `--recovery none|nack`: overrides the scenario flow's loss recovery
+    /// (default: the flow's, else none). The sender must use the same.
+    pub recovery: Option<String>,
 }
 
 /// `host:port`, preferring IPv4 when a name resolves to both (the endpoints
@@ -118,6 +125,29 @@ fn media(scenario: Option<&PathBuf>, flow: Option<&str>) -> Result<MediaSetup, N
     }
 }
 
+/// Applies `--recovery NAME` to `media`, both ends: the scheme's defaults,
+/// with NACK's frame deadline the player's (`playout_delay + max_frame_wait`,
+/// as the simulator sets it for a flow's `recovery` key).
+fn apply_recovery(media: &mut MediaSetup, name: Option<&str>) -> Result<(), NetError> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    let mut r = RecoveryConfig::default_for(name).ok_or_else(|| NetError::Config {
+        field: "--recovery".into(),
+        message: format!(
+            "`{name}`: expected one of {}",
+            RecoveryConfig::NAMES.join(", ")
+        ),
+    })?;
+    if let RecoveryConfig::Nack(c) = &mut r {
+        let p = &media.receiver.player;
+        c.frame_deadline = p.playout_delay + p.max_frame_wait;
+    }
+    media.sender.recovery = r.clone();
+    media.receiver.recovery = r;
+    Ok(())
+}
+
 impl SendOptions {
     /// The sender configuration these options describe.
     pub fn build(&self) -> Result<SendConfig, NetError> {
@@ -138,6 +168,7 @@ impl SendOptions {
         if !self.feedback_timeout {
             media.sender.feedback_timeout = None;
         }
+        apply_recovery(&mut media, self.recovery.as_deref())?;
         let source = match &self.source {
             None => Source::Synthetic,
             Some(path) => {
@@ -176,7 +207,8 @@ impl RecvOptions {
     /// The receiver configuration these options describe.
     pub fn build(&self) -> Result<RecvConfig, NetError> {
         let listen = parse_addr("--listen", &self.listen)?;
-        let media = media(self.scenario.as_ref(), self.flow.as_deref())?;
+        let mut media = media(self.scenario.as_ref(), self.flow.as_deref())?;
+        apply_recovery(&mut media, self.recovery.as_deref())?;
         let feedback_format = match self.feedback.as_deref() {
             None | Some("twcc") => FeedbackFormat::TransportCc,
             Some("rfc8888") => FeedbackFormat::Rfc8888,
@@ -238,6 +270,49 @@ mod tests {
         };
         let e = r.build().unwrap_err().to_string();
         assert!(e.contains("--feedback") && e.contains("nack"), "{e}");
+        let mut o = send("127.0.0.1:5004");
+        o.recovery = Some("fec".into());
+        let e = o.build().unwrap_err().to_string();
+        assert!(e.contains("--recovery") && e.contains("fec"), "{e}");
+    }
+
+    #[test]
+    fn recovery_comes_from_the_flow_or_the_option() {
+        let dir = std::env::temp_dir().join(format!("rtcc-opts-rec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.toml");
+        std::fs::write(
+            &path,
+            "name = \"s\"\nduration = \"5s\"\n[[link]]\nname = \"bottleneck\"\nrate = \"1Mbps\"\n\
+             [[flow]]\nname = \"v\"\nkind = \"media\"\ncc = \"gcc\"\nrecovery = \"nack\"\n",
+        )
+        .unwrap();
+        // Default: none on both ends.
+        let o = send("127.0.0.1:5004");
+        assert!(o.build().unwrap().media.sender.recovery.is_none());
+        let r = RecvOptions {
+            listen: "127.0.0.1:5004".into(),
+            ..RecvOptions::default()
+        };
+        assert!(r.build().unwrap().receiver.recovery.is_none());
+        // The scenario flow's `recovery`.
+        let mut o = send("127.0.0.1:5004");
+        o.scenario = Some(path.clone());
+        assert_eq!(o.build().unwrap().media.sender.recovery.name(), "nack");
+        let mut rs = r.clone();
+        rs.scenario = Some(path.clone());
+        assert_eq!(rs.build().unwrap().receiver.recovery.name(), "nack");
+        // The option overrides it, both ways; the deadline is the player's.
+        o.recovery = Some("none".into());
+        assert!(o.build().unwrap().media.sender.recovery.is_none());
+        let mut rn = r.clone();
+        rn.recovery = Some("nack".into());
+        let cfg = rn.build().unwrap();
+        let RecoveryConfig::Nack(c) = &cfg.receiver.recovery else {
+            panic!("{:?}", cfg.receiver.recovery);
+        };
+        let p = &cfg.receiver.player;
+        assert_eq!(c.frame_deadline, p.playout_delay + p.max_frame_wait);
     }
 
     #[test]

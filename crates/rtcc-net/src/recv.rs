@@ -7,9 +7,15 @@
 //! `summary.json`, `timeseries.csv` and `frames.csv` (DESIGN §4.2), so real and
 //! simulated runs are read by the same tools.
 //!
-//! The receiver locks onto the first media stream (SSRC) it hears and answers
-//! the address it last heard that stream from; other streams, RTCP and
-//! anything that does not parse are dropped and counted, never a panic.
+//! With loss recovery on, the session's NACKs go back as RTCP generic NACKs
+//! (RFC 4585 §6.2.1) in the same compound datagram as the feedback when both
+//! are due, and RFC 4588 retransmissions (the RTX payload type) reach the
+//! session with their original sequence number.
+//!
+//! The receiver locks onto the first media stream (SSRC) it hears, and onto
+//! the first retransmission stream after it, and answers the address it last
+//! heard the media from; other streams, RTCP and anything that does not parse
+//! are dropped and counted, never a panic.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -18,9 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rtcc_core::feedback::WireFeedback;
+use rtcc_core::feedback::{Nack, WireFeedback};
 use rtcc_core::media::player::FrameRecord;
-use rtcc_core::recovery::MediaSeq;
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
 use rtcc_core::{Bytes, Duration, Instant};
 use rtcc_sim::metrics::DelayHistogram;
@@ -86,8 +91,15 @@ pub struct RecvStats {
     pub sender_reports: u64,
     /// Receiver reports sent (RFC 3550 §6.4.2).
     pub receiver_reports: u64,
-    /// Media of another SSRC than the one locked onto (dropped).
+    /// Media of another SSRC than the one locked onto, retransmissions of
+    /// another SSRC than the retransmission stream locked onto, and
+    /// retransmissions before any media (dropped).
     pub foreign_ssrc: u64,
+    /// RFC 4588 retransmissions handed to the session (in `media_packets` too).
+    pub rtx_packets: u64,
+    /// Generic NACKs sent (RFC 4585 §6.2.1; one per request of the session,
+    /// in as many RTCP packets as its numbers need).
+    pub nacks_sent: u64,
     /// Media without the transport-wide sequence number, frame-info or
     /// capture-time extension (dropped: the session needs them).
     pub missing_extension: u64,
@@ -96,9 +108,9 @@ pub struct RecvStats {
     /// Packets that arrived with a lower sequence number than an earlier one.
     pub reordered: u64,
     /// Media whose transport sequence number or frame id jumped implausibly far
-    /// ahead ([`MAX_DROPOUT`], [`MAX_FRAME_JUMP`]) and that was dropped; a jump
-    /// is believed when the very next packet follows on from it (a restarted
-    /// sender, RFC 3550 Appendix A.1).
+    /// ahead (`MAX_DROPOUT` = 3 000 packets, `MAX_FRAME_JUMP` = 300 frames)
+    /// and that was dropped; a jump is believed when the very next packet
+    /// follows on from it (a restarted sender, RFC 3550 Appendix A.1).
     pub sequence_jumps: u64,
     /// RTCP feedback datagrams sent.
     pub feedback_datagrams: u64,
@@ -136,8 +148,16 @@ struct Stream {
     last_heard: Instant,
     /// After a dropped jump: the transport sequence number that would confirm it.
     probation: Option<u64>,
-    /// RFC 3550 reception statistics for receiver reports.
+    /// RFC 3550 reception statistics for receiver reports (media SSRC only).
     reception: ReceptionStatistics,
+    /// Unwraps the media stream's RTP sequence numbers for the reception statistics.
+    media_seqs: SeqUnwrapper,
+    /// SSRC of the retransmission stream, once one has been accepted.
+    rtx_ssrc: Option<u32>,
+    /// Unwraps the RTX stream's own sequence numbers.
+    rtx_seqs: SeqUnwrapper,
+    /// First RTX sequence number heard (unwrapped).
+    rtx_first: Option<u64>,
 }
 
 /// Runs a receiver (see [`run_blocking`]).
@@ -156,6 +176,8 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
         message: e.to_string(),
     })?;
     let mut fb = WireFeedback::default();
+    let mut nack = Nack::default();
+    let mut rtcp_out: Vec<Vec<u8>> = Vec::new();
     let mut rx_buf = vec![0u8; MAX_DATAGRAM];
     let mut frame_delay = DelayHistogram::new();
     let mut first_media: Option<Instant> = None;
@@ -175,15 +197,23 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
         }
         session.on_timeout(now);
         if let Some(s) = &stream {
+            rtcp_out.clear();
             if session.poll_feedback(now, &mut fb) {
-                let datagrams = encoder
+                rtcp_out = encoder
                     .encode(&fb, clock.ntp_of(now))
                     .map_err(|e| NetError::Internal(format!("encoding feedback: {e}")))?;
-                for d in &datagrams {
-                    match sock.try_send_to(d, s.peer) {
-                        Ok(_) => stats.feedback_datagrams += 1,
-                        Err(_) => stats.send_errors += 1,
-                    }
+            }
+            // A NACK due now joins the feedback's compound datagram (RFC 3550 §6.1).
+            if session.poll_nack(now, &mut nack) {
+                encoder
+                    .append_nack(&nack, &mut rtcp_out)
+                    .map_err(|e| NetError::Internal(format!("encoding NACK: {e}")))?;
+                stats.nacks_sent += 1;
+            }
+            for d in &rtcp_out {
+                match sock.try_send_to(d, s.peer) {
+                    Ok(_) => stats.feedback_datagrams += 1,
+                    Err(_) => stats.send_errors += 1,
                 }
             }
         }
@@ -259,7 +289,15 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
     }
     // Metrics over the time media flowed, as the simulator's over a flow's active time.
     let active = now - first_media.unwrap_or(start);
-    let summary = summary_json(&session, &stats, &frame_delay, active, stream.as_ref());
+    let recovery_on = !config.receiver.recovery.is_none();
+    let summary = summary_json(
+        &session,
+        &stats,
+        &frame_delay,
+        active,
+        stream.as_ref(),
+        recovery_on,
+    );
     let report = RecvReport {
         stats,
         session: *session.stats(),
@@ -305,6 +343,12 @@ fn on_datagram(
         stats.malformed += 1;
         return false;
     };
+    let rtx = rtp.original_seq.is_some();
+    if rtx && stream.is_none() {
+        // A retransmission cannot start a stream: it names no media SSRC.
+        stats.foreign_ssrc += 1;
+        return false;
+    }
     let s = stream.get_or_insert_with(|| Stream {
         ssrc: rtp.ssrc,
         peer: from,
@@ -315,8 +359,19 @@ fn on_datagram(
         last_heard: now,
         probation: None,
         reception: ReceptionStatistics::new(rtp.ssrc),
+        media_seqs: SeqUnwrapper::new(),
+        rtx_ssrc: None,
+        rtx_seqs: SeqUnwrapper::new(),
+        rtx_first: None,
     });
-    if rtp.ssrc != s.ssrc {
+    // The RTX stream is locked onto by its first packet that passes every
+    // check below (in WebRTC the SDP's ssrc-group:FID names it).
+    let expected_ssrc = if rtx {
+        s.rtx_ssrc.unwrap_or(rtp.ssrc)
+    } else {
+        s.ssrc
+    };
+    if rtp.ssrc != expected_ssrc {
         stats.foreign_ssrc += 1;
         return false;
     }
@@ -351,18 +406,22 @@ fn on_datagram(
         Some(h) if seq < h => stats.reordered += 1,
         _ => s.highest_seq = Some(seq),
     }
-    s.peer = from;
     s.last_heard = now;
     stats.media_packets += 1;
-    s.reception.on_packet(now, seq, rtp.timestamp);
+    if rtx {
+        s.rtx_ssrc = Some(rtp.ssrc);
+        let r = s.rtx_seqs.unwrap(u64::from(rtp.sequence));
+        s.rtx_first = Some(s.rtx_first.map_or(r, |f| f.min(r)));
+        stats.rtx_packets += 1;
+    } else {
+        // Replies go where the media comes from.
+        s.peer = from;
+        let m = s.media_seqs.unwrap(u64::from(rtp.sequence));
+        s.reception.on_packet(now, m, rtp.timestamp);
+    }
     let wire_size = Bytes::new(datagram.len() as u64 + IP_UDP_HEADERS);
-    // The RTP sequence number is the media sequence (no RTX stream yet, so
-    // nothing arrives as a retransmission).
-    let media = MediaSeq {
-        seq: rtp.sequence,
-        retransmission: false,
-    };
-    session.on_packet(now, seq, wire_size, media, &meta);
+    // A retransmission carries the original's sequence number (RFC 4588 §4).
+    session.on_packet(now, seq, wire_size, rtp.media_seq(), &meta);
     true
 }
 
@@ -374,6 +433,7 @@ fn summary_json(
     frame_delay: &DelayHistogram,
     active: Duration,
     stream: Option<&Stream>,
+    recovery_on: bool,
 ) -> Value {
     let secs = active.as_secs_f64().max(1e-9);
     let p = session.player().stats();
@@ -393,7 +453,7 @@ fn summary_json(
         lost as f64 / expected as f64
     };
     let r3 = output::round3;
-    json!({
+    let mut v = json!({
         "scenario": "real",
         "duration_s": r3(secs),
         "rtcc_version": env!("CARGO_PKG_VERSION"),
@@ -412,7 +472,27 @@ fn summary_json(
         }],
         "links": [],
         "transport": stats,
-    })
+    });
+    if recovery_on {
+        let ns = session.nack_stats();
+        // RTX sequence numbers count the retransmissions sent (RFC 4588 §4:
+        // the RTX stream numbers its packets itself), up to the last one heard.
+        let rtx_sent = stream
+            .and_then(|st| Some(st.rtx_seqs.highest()? + 1 - st.rtx_first?))
+            .unwrap_or(0);
+        // The simulator's names (rtcc_sim::output); `retransmissions_expired`
+        // is the sender's to know (send_summary.json).
+        v["flows"][0]["recovery"] = json!({
+            "nacks_sent": ns.nack_messages,
+            "nack_requests": ns.requests,
+            "retransmissions_sent": rtx_sent,
+            "retransmissions_received": s.rtx_received,
+            "retransmissions_useful": s.rtx_useful,
+            "retransmissions_late": s.rtx_late,
+            "retransmissions_duplicate": s.rtx_duplicate,
+        });
+    }
+    v
 }
 
 /// The receiver's output files.
@@ -515,9 +595,16 @@ mod tests {
 
         /// Feeds a one-packet frame; true if it reached the session.
         fn feed(&mut self, seq: u64, frame_id: u64) -> bool {
+            self.feed_as(seq, seq, frame_id, None)
+        }
+
+        /// Feeds packet `media_seq` of frame `frame_id` with transport
+        /// sequence `seq`; with `rtx = Some(ssrc)` as an RFC 4588
+        /// retransmission from `ssrc`.
+        fn feed_as(&mut self, seq: u64, media_seq: u64, frame_id: u64, rtx: Option<u32>) -> bool {
             let tx = Transmit {
                 seq,
-                media_seq: seq,
+                media_seq,
                 kind: rtcc_core::PacketKind::Media,
                 packet: MediaPacket {
                     frame_id,
@@ -532,13 +619,17 @@ mod tests {
                 send_time: Instant::from_millis(frame_id),
             };
             let mut d = Vec::new();
-            wire::encode_media(
-                &self.cfg,
-                &tx,
-                self.clock.ntp_of(Instant::ZERO),
-                None,
-                &mut d,
-            )
+            let ntp = self.clock.ntp_of(Instant::ZERO);
+            match rtx {
+                None => wire::encode_media(&self.cfg, &tx, ntp, None, &mut d),
+                Some(ssrc) => {
+                    let cfg = WireConfig {
+                        rtx_ssrc: ssrc,
+                        ..self.cfg
+                    };
+                    wire::encode_rtx(&cfg, &tx, seq as u16, ntp, None, &mut d)
+                }
+            }
             .unwrap();
             let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
             let now = Instant::from_millis(frame_id + 1);
@@ -553,6 +644,37 @@ mod tests {
                 &mut self.stats,
             )
         }
+    }
+
+    #[test]
+    fn retransmissions_reach_the_session_with_their_original_number() {
+        let mut rx = Rx::new();
+        let rtx_ssrc = WireConfig::default().rtx_ssrc;
+        // Before any media, a retransmission names no stream: dropped.
+        assert!(!rx.feed_as(0, 0, 0, Some(rtx_ssrc)));
+        assert_eq!(rx.stats.foreign_ssrc, 1);
+        assert!(rx.feed(0, 0));
+        assert!(rx.feed(2, 2)); // media 1 is lost
+                                // Its retransmission, with transport seq 3: locks the RTX stream.
+        assert!(rx.feed_as(3, 1, 1, Some(rtx_ssrc)));
+        let st = rx.session.stats();
+        assert_eq!((st.rtx_received, st.rtx_useful), (1, 1), "{st:?}");
+        assert_eq!(st.seq_end, 4);
+        // Another RTX SSRC is a stranger now; the locked one still passes.
+        assert!(!rx.feed_as(4, 1, 1, Some(0x0BAD_0BAD)));
+        assert_eq!(rx.stats.foreign_ssrc, 2);
+        assert!(rx.feed_as(5, 1, 1, Some(rtx_ssrc)));
+        // A second copy fills nothing (late or duplicate, as the player sees it).
+        let st = rx.session.stats();
+        assert_eq!((st.rtx_received, st.rtx_useful), (2, 1), "{st:?}");
+        assert_eq!(rx.stats.rtx_packets, 2);
+        assert_eq!(rx.stats.media_packets, 4);
+        // The RTX stream's own numbers count what was sent (3 and 5).
+        let s = rx.stream.as_ref().unwrap();
+        assert_eq!(s.rtx_seqs.highest(), Some(5));
+        assert_eq!(s.rtx_first, Some(3));
+        // Media reception statistics see the media stream only.
+        assert_eq!(s.media_seqs.highest(), Some(2));
     }
 
     #[test]

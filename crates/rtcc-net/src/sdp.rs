@@ -9,6 +9,13 @@
 //! `sprop-parameter-sets` (the SPS and PPS NAL units, base64, comma-separated,
 //! §8.1) so the receiver can decode from the first IDR without in-band
 //! parameter sets. Lines end in CRLF (RFC 8866 §5).
+//!
+//! With loss recovery on, the section also lists the RFC 4588 retransmission
+//! payload type (§8.6: `a=rtpmap:<pt> rtx/90000`, `a=fmtp:<pt> apt=<media pt>`),
+//! `a=rtcp-fb:<media pt> nack` (RFC 4585 §4.2, generic NACK), and ties the RTX
+//! SSRC to the media SSRC with `a=ssrc-group:FID` (RFC 5576 §4.2, the
+//! flow-identification semantics RFC 4588 §8.7 uses for SSRC multiplexing),
+//! each SSRC with its `cname` (RFC 5576 §4.1, §6.1).
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -36,7 +43,23 @@ pub struct H264Sdp<'a> {
     pub sps: &'a [u8],
     /// The stream's picture parameter set NAL unit (type 8), without start code.
     pub pps: &'a [u8],
+    /// The retransmission stream, when loss recovery is on.
+    pub rtx: Option<RtxSdp>,
 }
+
+/// The RFC 4588 retransmission stream of an [`H264Sdp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtxSdp {
+    /// Dynamic RTP payload type of the RTX packets, 96–127, not the media's.
+    pub payload_type: u8,
+    /// SSRC of the RTX stream.
+    pub ssrc: u32,
+    /// SSRC of the media stream it repairs.
+    pub media_ssrc: u32,
+}
+
+/// CNAME of both streams (RFC 5576 §6.1: the same CNAME ties them to one source).
+const CNAME: &str = "rtcc";
 
 /// Why an SDP could not be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,8 +95,14 @@ impl H264Sdp<'_> {
     /// creator).
     pub fn to_sdp(&self) -> Result<String, SdpError> {
         let pt = self.payload_type;
-        if !(DYNAMIC_PT_MIN..=DYNAMIC_PT_MAX).contains(&pt) {
+        let dynamic = |pt: u8| (DYNAMIC_PT_MIN..=DYNAMIC_PT_MAX).contains(&pt);
+        if !dynamic(pt) {
             return Err(SdpError::PayloadType(pt));
+        }
+        if let Some(r) = &self.rtx {
+            if !dynamic(r.payload_type) || r.payload_type == pt {
+                return Err(SdpError::PayloadType(r.payload_type));
+            }
         }
         // profile_idc, constraint_set flags, level_idc follow the NAL header
         // (H.264 §7.3.2.1.1). Emulation prevention cannot touch them unless
@@ -104,7 +133,18 @@ impl H264Sdp<'_> {
         let _ = write!(s, "s=rtcc\r\n");
         let _ = write!(s, "c=IN {ip} {}\r\n", self.addr);
         let _ = write!(s, "t=0 0\r\n");
-        let _ = write!(s, "m=video {} RTP/AVP {pt}\r\n", self.port);
+        match &self.rtx {
+            None => {
+                let _ = write!(s, "m=video {} RTP/AVP {pt}\r\n", self.port);
+            }
+            Some(r) => {
+                let _ = write!(
+                    s,
+                    "m=video {} RTP/AVP {pt} {}\r\n",
+                    self.port, r.payload_type
+                );
+            }
+        }
         let _ = write!(s, "a=rtpmap:{pt} H264/90000\r\n");
         let _ = write!(
             s,
@@ -115,6 +155,15 @@ impl H264Sdp<'_> {
             BASE64.encode(self.sps),
             BASE64.encode(self.pps),
         );
+        if let Some(r) = &self.rtx {
+            let rpt = r.payload_type;
+            let _ = write!(s, "a=rtcp-fb:{pt} nack\r\n");
+            let _ = write!(s, "a=rtpmap:{rpt} rtx/90000\r\n");
+            let _ = write!(s, "a=fmtp:{rpt} apt={pt}\r\n");
+            let _ = write!(s, "a=ssrc-group:FID {} {}\r\n", r.media_ssrc, r.ssrc);
+            let _ = write!(s, "a=ssrc:{} cname:{CNAME}\r\n", r.media_ssrc);
+            let _ = write!(s, "a=ssrc:{} cname:{CNAME}\r\n", r.ssrc);
+        }
         let _ = write!(s, "a=recvonly\r\n");
         Ok(s)
     }
@@ -134,6 +183,7 @@ mod tests {
             payload_type: 96,
             sps: SPS,
             pps: PPS,
+            rtx: None,
         }
     }
 
@@ -151,6 +201,42 @@ mod tests {
              a=fmtp:96 packetization-mode=1;profile-level-id=42c01e;sprop-parameter-sets=Z0LAHtkA,aM48gA==\r\n\
              a=recvonly\r\n"
         );
+    }
+
+    #[test]
+    fn rtx_lines_with_recovery() {
+        let mut s = sdp();
+        s.rtx = Some(RtxSdp {
+            payload_type: 97,
+            ssrc: 0x5254_4358,
+            media_ssrc: 0x5254_4343,
+        });
+        assert_eq!(
+            s.to_sdp().unwrap(),
+            "v=0\r\n\
+             o=- 0 0 IN IP4 127.0.0.1\r\n\
+             s=rtcc\r\n\
+             c=IN IP4 127.0.0.1\r\n\
+             t=0 0\r\n\
+             m=video 5004 RTP/AVP 96 97\r\n\
+             a=rtpmap:96 H264/90000\r\n\
+             a=fmtp:96 packetization-mode=1;profile-level-id=42c01e;sprop-parameter-sets=Z0LAHtkA,aM48gA==\r\n\
+             a=rtcp-fb:96 nack\r\n\
+             a=rtpmap:97 rtx/90000\r\n\
+             a=fmtp:97 apt=96\r\n\
+             a=ssrc-group:FID 1381253955 1381253976\r\n\
+             a=ssrc:1381253955 cname:rtcc\r\n\
+             a=ssrc:1381253976 cname:rtcc\r\n\
+             a=recvonly\r\n"
+        );
+        for bad in [96, 50] {
+            s.rtx = Some(RtxSdp {
+                payload_type: bad,
+                ssrc: 1,
+                media_ssrc: 2,
+            });
+            assert_eq!(s.to_sdp(), Err(SdpError::PayloadType(bad)));
+        }
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! frames (`on_timeout`), drains `poll_transmit` onto the socket as RTP, and
 //! sleeps until `poll_timeout` or the next datagram. RTCP from the receiver
 //! (transport-wide CC feedback or RFC 8888, PLI) becomes a `WireFeedback` for
-//! `handle_feedback`. Datagrams from anyone but the peer, and anything that
-//! does not parse, are dropped and counted.
+//! `handle_feedback`; generic NACKs (RFC 4585 §6.2.1) for our stream go to
+//! `handle_nack`, and the retransmissions the session then releases go out as
+//! RFC 4588 RTX packets ([`wire::encode_rtx`]). Datagrams from anyone but the
+//! peer, and anything that does not parse, are dropped and counted.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -15,10 +17,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use rtcc_core::feedback::Nack;
 use rtcc_core::media::encoder::{EncodedFrame, EncoderModel, ParametricEncoder};
 use rtcc_core::media::packetizer::Packetizer;
+use rtcc_core::recovery::{LossRecovery as _, RecoveryStats};
 use rtcc_core::session::sender::{SenderConfig, SenderSession};
-use rtcc_core::{rng, Bitrate, Bytes, CongestionController, Duration, Instant};
+use rtcc_core::{rng, Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
 use rtcc_sim::output::{self, TimeseriesRow};
 use rtcc_sim::MediaSetup;
 use serde_json::json;
@@ -26,7 +30,7 @@ use serde_json::json;
 use crate::clock::Clock;
 use crate::h264::source::{H264FileSource, H264SourceConfig};
 use crate::reports::{self, REPORT_INTERVAL};
-use crate::sdp::H264Sdp;
+use crate::sdp::{H264Sdp, RtxSdp};
 use crate::wire::{self, FeedbackDecoder, ReceptionStats, WireConfig};
 use crate::NetError;
 
@@ -114,6 +118,14 @@ pub struct SendStats {
     pub rr_cumulative_lost: i64,
     /// Interarrival jitter in the last receiver report, RTP units (1/90 ms).
     pub rr_jitter_rtp: u64,
+    /// Generic NACK packets (RFC 4585 §6.2.1) about our media stream received
+    /// (NACKs about another SSRC count as `rtcp_ignored`).
+    pub nacks_received: u64,
+    /// RFC 4588 retransmission (RTX) datagrams sent.
+    pub retransmissions_sent: u64,
+    /// Retransmissions not sent because the H.264 source no longer holds the
+    /// payload (older than its payload history).
+    pub retransmissions_without_payload: u64,
 }
 
 /// What a sender run did.
@@ -127,13 +139,15 @@ pub struct SendReport {
     pub elapsed: Duration,
     /// Controller target at the end.
     pub final_target: Bitrate,
+    /// Counters of the loss-recovery scheme (`None` without recovery).
+    pub recovery: Option<RecoveryStats>,
 }
 
 impl SendReport {
     /// The report as `send_summary.json` holds it.
     pub fn to_json(&self) -> serde_json::Value {
         let s = &self.session;
-        json!({
+        let mut v = json!({
             "elapsed_s": self.elapsed.as_secs_f64(),
             "final_target_kbps": self.final_target.as_kbps_f64(),
             "transport": self.stats,
@@ -148,8 +162,25 @@ impl SendReport {
                 "unknown_feedback_entries": s.unknown_feedback_entries,
                 "key_frames_requested": s.key_frames_requested,
                 "feedback_timeouts": s.feedback_timeouts,
+                "nacks_received": s.nacks_received,
             },
-        })
+        });
+        if let (Some(r), Some(obj)) = (&self.recovery, v.as_object_mut()) {
+            // The simulator's `recovery` names (rtcc_sim::output) where they exist.
+            obj.insert(
+                "recovery".into(),
+                json!({
+                    "nack_requests": r.requested,
+                    "retransmissions_sent": r.packets_sent,
+                    "retransmission_bytes": r.bytes_sent,
+                    "retransmissions_expired": r.expired,
+                    "retransmissions_max_retries": r.max_retries,
+                    "retransmissions_too_soon": r.too_soon,
+                    "retransmissions_unknown": r.unknown,
+                }),
+            );
+        }
+        v
     }
 }
 
@@ -248,7 +279,12 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         }
     };
     if let Some(path) = &config.sdp {
-        write_sdp(path, &encoder, config.to, config.wire.payload_type)?;
+        let rtx = (!config.media.sender.recovery.is_none()).then_some(RtxSdp {
+            payload_type: config.wire.rtx_payload_type,
+            ssrc: config.wire.rtx_ssrc,
+            media_ssrc: config.wire.media_ssrc,
+        });
+        write_sdp(path, &encoder, config.to, config.wire.payload_type, rtx)?;
     }
     // The session charges each packet what it really costs on the wire.
     let packetizer = Packetizer {
@@ -271,6 +307,10 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     let mut prev_bytes = 0u64;
     let mut next_report = start + REPORT_INTERVAL;
     let mut sr_buf: Vec<u8> = Vec::with_capacity(64);
+    // RFC 4588 §4: the RTX stream has its own sequence numbers (RFC 3550 §5.1
+    // asks for a random start; like the media stream's, ours start at 0).
+    let mut rtx_seq: u16 = 0;
+    let synthetic = matches!(config.source, Source::Synthetic);
 
     loop {
         let now = clock.now();
@@ -283,14 +323,24 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 .encoder()
                 .payload(tx.packet.frame_id, tx.packet.index);
             let ntp = clock.ntp_of(tx.packet.capture_time);
-            match wire::encode_media(&config.wire, &tx, ntp, payload, &mut tx_buf) {
-                Ok(_) => {}
-                Err(e) => {
-                    return Err(NetError::Internal(format!(
-                        "encoding packet {}: {e}",
-                        tx.seq
-                    )));
+            let encoded = if tx.kind == PacketKind::Retransmission {
+                if payload.is_none() && !synthetic {
+                    // Zeros would corrupt the video: better lost than wrong.
+                    stats.retransmissions_without_payload += 1;
+                    continue;
                 }
+                let r = wire::encode_rtx(&config.wire, &tx, rtx_seq, ntp, payload, &mut tx_buf);
+                rtx_seq = rtx_seq.wrapping_add(1);
+                stats.retransmissions_sent += 1;
+                r
+            } else {
+                wire::encode_media(&config.wire, &tx, ntp, payload, &mut tx_buf)
+            };
+            if let Err(e) = encoded {
+                return Err(NetError::Internal(format!(
+                    "encoding packet {}: {e}",
+                    tx.seq
+                )));
             }
             match sock.try_send_to(&tx_buf, config.to) {
                 Ok(n) => {
@@ -393,6 +443,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         session: *session.stats(),
         elapsed,
         final_target: session.target_bitrate(),
+        recovery: (session.recovery().name() != "none").then(|| session.recovery_stats()),
     };
     out.finish(&report)?;
     Ok(report)
@@ -404,6 +455,7 @@ fn write_sdp(
     encoder: &NetEncoder,
     to: SocketAddr,
     payload_type: u8,
+    rtx: Option<RtxSdp>,
 ) -> Result<(), NetError> {
     let NetEncoder::H264(src) = encoder else {
         return Err(NetError::Config {
@@ -423,6 +475,7 @@ fn write_sdp(
         payload_type,
         sps,
         pps,
+        rtx,
     }
     .to_sdp()
     .map_err(|e| NetError::Config {
@@ -457,6 +510,23 @@ fn handle_rtcp<E: EncoderModel>(
     stats.rtcp_received += 1;
     stats.rtcp_ignored += msgs.unknown as u64;
     stats.key_frame_requests += msgs.plis.len() as u64;
+    // Generic NACKs about our stream, as one request (RFC 4585 §6.2.1); the
+    // numbers are the media stream's RTP sequence numbers.
+    let mut nack = Nack {
+        report_time: now,
+        seqs: Vec::new(),
+    };
+    for n in &msgs.nacks {
+        if n.media_ssrc == media_ssrc {
+            stats.nacks_received += 1;
+            nack.seqs.extend_from_slice(&n.seqs);
+        } else {
+            stats.rtcp_ignored += 1;
+        }
+    }
+    if !nack.seqs.is_empty() {
+        session.handle_nack(now, &nack);
+    }
     for rr in &msgs.receiver_reports {
         let Some(block) = rr.reports.iter().find(|b| b.ssrc == media_ssrc) else {
             continue;

@@ -144,6 +144,7 @@ fn h264_stream_decodes_in_ffmpeg() {
         payload_type: PAYLOAD_TYPE,
         sps: source.sps().expect("the clip has an SPS"),
         pps: source.pps().expect("the clip has a PPS"),
+        rtx: None,
     }
     .to_sdp()
     .unwrap();

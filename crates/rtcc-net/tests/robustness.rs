@@ -145,7 +145,9 @@ fn classify_at_receiver(cfg: &WireConfig, d: &[u8]) -> RxClass {
     }
     match wire::decode_media(cfg, d) {
         Err(_) => RxClass::Malformed,
-        Ok(m) if m.ssrc != cfg.media_ssrc => RxClass::ForeignSsrc,
+        // No retransmission stream is locked onto in these tests (the sender
+        // does not recover), so an RTX packet's SSRC is not checked yet.
+        Ok(m) if m.original_seq.is_none() && m.ssrc != cfg.media_ssrc => RxClass::ForeignSsrc,
         Ok(m) if m.transport_seq.is_none() || m.frame_info.is_none() || m.capture_ntp.is_none() => {
             RxClass::MissingExtension
         }
@@ -154,14 +156,22 @@ fn classify_at_receiver(cfg: &WireConfig, d: &[u8]) -> RxClass {
 }
 
 /// What the sender's RTCP handler must count for a datagram from its peer:
-/// `(malformed, ignored RTCP packets)`.
-fn classify_at_sender(d: &[u8]) -> (u64, u64) {
+/// `(malformed, ignored RTCP packets, NACKs about our stream)`; a NACK about
+/// another stream is ignored.
+fn classify_at_sender(d: &[u8]) -> (u64, u64, u64) {
     if !wire::is_rtcp(d) {
-        return (1, 0);
+        return (1, 0, 0);
     }
     match wire::decode_rtcp(d) {
-        Err(_) => (1, 0),
-        Ok(m) => (0, m.unknown as u64),
+        Err(_) => (1, 0, 0),
+        Ok(m) => {
+            let ours = m
+                .nacks
+                .iter()
+                .filter(|n| n.media_ssrc == wire::DEFAULT_MEDIA_SSRC)
+                .count() as u64;
+            (0, (m.unknown + m.nacks.len()) as u64 - ours, ours)
+        }
     }
 }
 
@@ -473,6 +483,25 @@ fn receiver_garbage(cfg: &WireConfig) -> Vec<Vec<u8>> {
     let mut d = valid[..40].to_vec();
     d[14] = 0xFF;
     out.push(d);
+    // RFC 4588 retransmissions gone wrong: no room for the original sequence
+    // number (malformed), one byte of it, and no header extensions (missing).
+    let mut rtx = Vec::new();
+    wire::encode_rtx(
+        cfg,
+        &transmit(8, 1, 0, 2, false, 300),
+        3,
+        1 << 40,
+        None,
+        &mut rtx,
+    )
+    .unwrap();
+    for cut in [40, 41] {
+        out.push(rtx[..cut].to_vec());
+    }
+    let mut plain_rtx = vec![0x80, cfg.rtx_payload_type, 0, 9, 0, 0, 0, 1];
+    plain_rtx.extend_from_slice(&cfg.rtx_ssrc.to_be_bytes());
+    plain_rtx.extend_from_slice(&[0u8; 100]);
+    out.push(plain_rtx);
     // RTCP: feedback, SR, and an RTCP-looking header with garbage after it.
     out.extend(feedback_samples(100));
     let mut sr = Vec::new();
@@ -582,7 +611,29 @@ fn sender_garbage() -> Vec<Vec<u8>> {
         d[2..4].copy_from_slice(&words.to_be_bytes());
         out.push(d);
     }
-    let samples = feedback_samples(3);
+    // Random bodies behind a generic NACK header (RFC 4585 §6.2.1): those
+    // long enough parse, about a stranger's SSRC (ignored).
+    for _ in 0..20 {
+        let len = 4 * r.random_range(1..20);
+        let mut d = random_bytes(&mut r, len);
+        d[0] = 0x80 | 1;
+        d[1] = 205;
+        let words = (len / 4 - 1) as u16;
+        d[2..4].copy_from_slice(&words.to_be_bytes());
+        out.push(d);
+    }
+    // A NACK whose body cannot hold the two SSRCs (the rtcp crate alone would
+    // panic on it), and one without FCI.
+    out.push(vec![0x81, 205, 0, 1, 0, 0, 0, 1]);
+    out.push(vec![0x81, 205, 0, 2, 0, 0, 0, 1, 0x52, 0x54, 0x43, 0x43]);
+    let mut samples = feedback_samples(3);
+    // Valid NACKs about our stream and about another one, as they are and
+    // mangled below.
+    for media_ssrc in [wire::DEFAULT_MEDIA_SSRC, 0xBAD5_5BC0] {
+        let nacks = wire::encode_nack(1, media_ssrc, &[3, 4, 9, 40], 1200).unwrap();
+        out.extend(nacks.iter().cloned());
+        samples.extend(nacks);
+    }
     for s in &samples {
         // Truncated (the length field then runs past the datagram).
         for cut in [3, 4, 8, 12, 19, s.len() / 2, s.len() - 1] {
@@ -626,12 +677,14 @@ fn sender_garbage() -> Vec<Vec<u8>> {
 #[test]
 fn malformed_rtcp_from_the_peer_is_counted_and_feedback_still_works() {
     let garbage = sender_garbage();
-    let (mut malformed, mut ignored) = (0, 0);
+    let (mut malformed, mut ignored, mut nacks) = (0, 0, 0);
     for d in &garbage {
-        let (m, i) = classify_at_sender(d);
+        let (m, i, n) = classify_at_sender(d);
         malformed += m;
         ignored += i;
+        nacks += n;
     }
+    assert!(nacks > 0 && ignored > 10, "{nacks} {ignored}");
     let rx_addr = free_port();
     let n = garbage.len() as u64;
     let fake = spawn_fake_receiver(FakeReceiverConfig {
@@ -651,6 +704,9 @@ fn malformed_rtcp_from_the_peer_is_counted_and_feedback_still_works() {
     assert_eq!(fake.extra_sent, n);
     assert_eq!(tx.stats.malformed, malformed, "{:?}", tx.stats);
     assert_eq!(tx.stats.rtcp_ignored, ignored, "{:?}", tx.stats);
+    assert_eq!(tx.stats.nacks_received, nacks, "{:?}", tx.stats);
+    // The sender does not recover here: NACKs are taken and change nothing.
+    assert_eq!(tx.stats.retransmissions_sent, 0, "{:?}", tx.stats);
     assert_eq!(tx.stats.unexpected_source, 0);
     // The valid feedback still flows and the controller still trusts it.
     assert!(

@@ -145,6 +145,7 @@ pub(crate) fn emulate(
     seed = 1,
     bind = None,
     feedback_timeout = true,
+    recovery = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
@@ -162,6 +163,7 @@ pub(crate) fn send(
     seed: u64,
     bind: Option<String>,
     feedback_timeout: bool,
+    recovery: Option<String>,
 ) -> PyResult<String> {
     let opts = SendOptions {
         to,
@@ -177,6 +179,7 @@ pub(crate) fn send(
         sdp,
         seed,
         feedback_timeout,
+        recovery,
     };
     let config = opts
         .build()
@@ -200,6 +203,7 @@ pub(crate) fn send(
     duration = None,
     idle_timeout = None,
     feedback = None,
+    recovery = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recv(
@@ -211,6 +215,7 @@ pub(crate) fn recv(
     duration: Option<String>,
     idle_timeout: Option<String>,
     feedback: Option<String>,
+    recovery: Option<String>,
 ) -> PyResult<String> {
     let opts = RecvOptions {
         listen,
@@ -220,6 +225,7 @@ pub(crate) fn recv(
         duration,
         idle_timeout,
         feedback,
+        recovery,
     };
     let config = opts
         .build()

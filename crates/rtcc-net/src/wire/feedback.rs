@@ -4,7 +4,9 @@
 //! Receiver side: [`FeedbackEncoder::encode`] turns a core [`WireFeedback`]
 //! into RTCP datagrams: transport-wide CC feedback
 //! (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1) or RFC 8888, and a
-//! PLI (RFC 4585 §6.3.1) when the receiver asks for a key frame. Datagrams are
+//! PLI (RFC 4585 §6.3.1) when the receiver asks for a key frame;
+//! [`FeedbackEncoder::append_nack`] adds generic NACKs (RFC 4585 §6.2.1) to
+//! the same compound datagram. Datagrams are
 //! reduced-size RTCP (RFC 5506 §3: feedback without a leading RR, as WebRTC
 //! sends it).
 //!
@@ -41,7 +43,7 @@
 //! Either way only differences between decoded arrivals mean anything, which is
 //! all GCC and the other controllers use (see `rtcc_core::packet::FeedbackReport`).
 
-use rtcc_core::feedback::WireFeedback;
+use rtcc_core::feedback::{Nack, WireFeedback};
 use rtcc_core::packet::SeqNo;
 use rtcc_core::time::Instant;
 use rtcp::payload_feedbacks::picture_loss_indication::PictureLossIndication;
@@ -51,6 +53,7 @@ use rtcp::sender_report::SenderReport;
 use webrtc_util::marshal::{Marshal, MarshalSize, Unmarshal};
 
 use super::ccfb::{self, CcfbPacket, ATO_OVER_RANGE, ATO_PER_SECOND, ATO_UNAVAILABLE};
+use super::nack::{self, GenericNack};
 use super::twcc::{self, TwccPacket, DELTA_UNIT_NS, REFERENCE_UNIT_NS};
 use super::unwrap::{unwrap_near, Unwrapper};
 use super::{need, FeedbackFormat, WireConfig, WireError};
@@ -158,6 +161,28 @@ impl FeedbackEncoder {
         }
         Ok(datagrams)
     }
+
+    /// Adds the generic NACK packets (RFC 4585 §6.2.1) asking for `nack.seqs`
+    /// of the media stream to `datagrams`: into the last datagram while it has
+    /// room (a compound packet with the feedback [`Self::encode`] returned,
+    /// RFC 3550 §6.1), then into new ones, each at most
+    /// [`WireConfig::max_rtcp_datagram`].
+    pub fn append_nack(&self, nack: &Nack, datagrams: &mut Vec<Vec<u8>>) -> Result<(), WireError> {
+        let max = self.config.max_rtcp_datagram;
+        let packets = nack::encode_nack(
+            self.config.feedback_ssrc,
+            self.config.media_ssrc,
+            &nack.seqs,
+            max,
+        )?;
+        for p in packets {
+            match datagrams.last_mut() {
+                Some(last) if last.len() + p.len() <= max => last.extend_from_slice(&p),
+                _ => datagrams.push(p),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Everything found in one RTCP compound datagram, in order per kind.
@@ -173,6 +198,8 @@ pub struct RtcpMessages {
     pub twcc: Vec<TwccPacket>,
     /// RFC 8888 feedback packets.
     pub ccfb: Vec<CcfbPacket>,
+    /// Generic NACKs (RFC 4585 §6.2.1).
+    pub nacks: Vec<GenericNack>,
     /// RTCP packets of types we do not handle (SDES, BYE, APP, XR, other
     /// feedback formats), skipped by their length field and counted.
     pub unknown: usize,
@@ -229,6 +256,7 @@ pub fn decode_rtcp(datagram: &[u8]) -> Result<RtcpMessages, WireError> {
                 .push(PictureLossIndication::unmarshal(&mut &pkt[..])?),
             (PT_RTPFB, FMT_TWCC) => out.twcc.push(twcc::parse(pkt)?),
             (PT_RTPFB, ccfb::FMT_CCFB) => out.ccfb.push(CcfbPacket::parse(pkt)?),
+            (PT_RTPFB, nack::FMT_NACK) => out.nacks.push(nack::parse(whole, pkt)?),
             _ => out.unknown += 1,
         }
         at += len;
@@ -438,6 +466,53 @@ mod tests {
             media_ssrc: 2,
             ..WireConfig::default()
         }
+    }
+
+    #[test]
+    fn nacks_join_the_feedback_in_one_compound_datagram() {
+        let mut enc = FeedbackEncoder::new(cfg(FeedbackFormat::TransportCc)).unwrap();
+        let fb = WireFeedback {
+            report_time: Instant::from_millis(10),
+            packets: vec![(3, at(5 * MS)), (4, None), (5, at(7 * MS))],
+            key_frame_request: true,
+        };
+        let mut d = enc.encode(&fb, 0).unwrap();
+        assert_eq!(d.len(), 1);
+        let nack = Nack {
+            report_time: Instant::from_millis(10),
+            seqs: vec![40, 41, 60],
+        };
+        enc.append_nack(&nack, &mut d).unwrap();
+        assert_eq!(d.len(), 1, "the NACK fits the feedback's datagram");
+        let m = decode_rtcp(&d[0]).unwrap();
+        assert_eq!(m.plis.len(), 1);
+        assert_eq!(m.twcc.len(), 1);
+        assert_eq!(m.unknown, 0);
+        assert_eq!(
+            m.nacks,
+            vec![GenericNack {
+                sender_ssrc: 1,
+                media_ssrc: 2,
+                seqs: vec![40, 41, 60]
+            }]
+        );
+        // Alone, and too many for one datagram: several datagrams, all within
+        // the limit, every number kept.
+        let many = Nack {
+            report_time: Instant::ZERO,
+            seqs: (0..3_000u16).map(|i| i * 20).collect(),
+        };
+        let mut d = Vec::new();
+        enc.append_nack(&many, &mut d).unwrap();
+        assert!(d.len() >= 3, "{}", d.len());
+        let mut back = Vec::new();
+        for dg in &d {
+            assert!(dg.len() <= 1200);
+            for n in decode_rtcp(dg).unwrap().nacks {
+                back.extend(n.seqs);
+            }
+        }
+        assert_eq!(back, many.seqs);
     }
 
     fn at(ns: u64) -> Option<Instant> {

@@ -27,10 +27,20 @@
 //! 68 B ([`super::rtp_overhead`]).
 //!
 //! RTP fields: version 2, payload type from [`WireConfig`], sequence number =
-//! low 16 bits of the transport-wide `SeqNo` (one stream per session, so the
-//! two coincide), timestamp = 90 kHz clock of the capture time (RFC 6184 §5.1,
-//! RFC 3551 §5: video uses 90 kHz) plus the configured offset, marker = last
-//! packet of the frame (RFC 6184 §5.1).
+//! low 16 bits of the media sequence number (`Transmit::media_seq`, one per
+//! media packet; without retransmissions it equals the transport-wide `SeqNo`),
+//! timestamp = 90 kHz clock of the capture time (RFC 6184 §5.1, RFC 3551 §5:
+//! video uses 90 kHz) plus the configured offset, marker = last packet of the
+//! frame (RFC 6184 §5.1).
+//!
+//! # Retransmissions (RFC 4588)
+//! A retransmission travels on its own stream (session multiplexing, RFC 4588
+//! §4 and §5): [`encode_rtx`] writes the RTX payload type and SSRC, the RTX
+//! stream's own sequence number, the original timestamp and marker, the same
+//! three extensions (with a transport-wide sequence number of its own, so the
+//! congestion feedback covers it), and a payload of the original sequence
+//! number (OSN, 2 bytes) followed by the original payload. [`decode_media`]
+//! takes both payload types and gives back the OSN and the original payload.
 //!
 //! # Fast path
 //! These two functions run once per media packet, so they are written by hand
@@ -44,6 +54,7 @@
 
 use rtcc_core::media::frame::FrameType;
 use rtcc_core::media::player::PacketMeta;
+use rtcc_core::recovery::MediaSeq;
 use rtcc_core::session::sender::Transmit;
 use rtcc_core::time::Instant;
 use rtcc_core::units::Bytes as ByteCount;
@@ -60,6 +71,8 @@ pub const TRANSPORT_SEQ_LEN: usize = 2;
 pub const ABS_CAPTURE_TIME_LEN: usize = 8;
 /// Bytes of our frame-info element.
 pub const FRAME_INFO_LEN: usize = 9;
+/// Bytes of the original sequence number in front of an RTX payload (RFC 4588 §4).
+pub const RTX_OSN_LEN: usize = 2;
 /// Header-extension block with our three elements: 4 B block header, three
 /// 1-byte element headers and their data, padded to 32 bits (RFC 8285 §4.2).
 pub const EXTENSION_BLOCK_LEN: usize =
@@ -123,10 +136,65 @@ pub fn rtp_timestamp(capture_time: Instant, offset: u32) -> u32 {
 /// runtime's `Clock::ntp_of`). `payload` is the media bytes; `None` (a
 /// synthetic source) writes `tx.packet.payload` zero bytes, so the datagram is
 /// exactly as large as the simulator charges for (less the overhead
-/// difference, see [`super::rtp_overhead`]).
+/// difference, see [`super::rtp_overhead`]). The RTP sequence number is the
+/// low 16 bits of `tx.media_seq`; a retransmission goes out with
+/// [`encode_rtx`] instead.
 pub fn encode_media(
     config: &WireConfig,
     tx: &Transmit,
+    capture_ntp: u64,
+    payload: Option<&[u8]>,
+    out: &mut Vec<u8>,
+) -> Result<usize, WireError> {
+    let header = Header {
+        payload_type: config.payload_type,
+        ssrc: config.media_ssrc,
+        // Low 16 bits of the media sequence number (module doc).
+        sequence: tx.media_seq as u16,
+        original_seq: None,
+    };
+    write_packet(config, tx, header, capture_ntp, payload, out)
+}
+
+/// Writes `tx` as an RFC 4588 §4 retransmission packet into `out` (cleared
+/// first) and returns its length: the RTX stream's payload type and SSRC
+/// ([`WireConfig::rtx_payload_type`], [`WireConfig::rtx_ssrc`]), its own
+/// sequence number `rtx_seq`, the original's timestamp and marker bit, and a
+/// payload of the original sequence number (OSN, the low 16 bits of
+/// `tx.media_seq`, big-endian) followed by the original payload. The header
+/// extensions are the original's, with `tx.seq`, the retransmission's own
+/// transport-wide sequence number. `payload` as in [`encode_media`].
+pub fn encode_rtx(
+    config: &WireConfig,
+    tx: &Transmit,
+    rtx_seq: u16,
+    capture_ntp: u64,
+    payload: Option<&[u8]>,
+    out: &mut Vec<u8>,
+) -> Result<usize, WireError> {
+    let header = Header {
+        payload_type: config.rtx_payload_type,
+        ssrc: config.rtx_ssrc,
+        sequence: rtx_seq,
+        original_seq: Some(tx.media_seq as u16),
+    };
+    write_packet(config, tx, header, capture_ntp, payload, out)
+}
+
+/// The fields that tell a media packet from its retransmission.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    payload_type: u8,
+    ssrc: u32,
+    sequence: u16,
+    /// RFC 4588 OSN, written at the start of the payload.
+    original_seq: Option<u16>,
+}
+
+fn write_packet(
+    config: &WireConfig,
+    tx: &Transmit,
+    header: Header,
     capture_ntp: u64,
     payload: Option<&[u8]>,
     out: &mut Vec<u8>,
@@ -152,16 +220,15 @@ pub fn encode_media(
     // whose extension API takes a heap-allocated `Bytes` per element (three
     // allocations a packet on the send path; module doc, "Fast path").
     out.clear();
-    out.reserve(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + payload_len);
+    out.reserve(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + RTX_OSN_LEN + payload_len);
     // RFC 3550 §5.1: V=2, P=0, X=1 (an extension block follows), CC=0.
     out.push(0x80 | 0x10);
-    out.push(u8::from(p.last_in_frame) << 7 | config.payload_type);
-    // Low 16 bits of the transport-wide sequence (module doc).
-    out.extend_from_slice(&(tx.seq as u16).to_be_bytes());
+    out.push(u8::from(p.last_in_frame) << 7 | header.payload_type);
+    out.extend_from_slice(&header.sequence.to_be_bytes());
     out.extend_from_slice(
         &rtp_timestamp(p.capture_time, config.rtp_timestamp_offset).to_be_bytes(),
     );
-    out.extend_from_slice(&config.media_ssrc.to_be_bytes());
+    out.extend_from_slice(&header.ssrc.to_be_bytes());
     // RFC 8285 §4.2: the 0xBEDE profile and the block length in 32-bit words.
     out.extend_from_slice(&EXTENSION_PROFILE_ONE_BYTE.to_be_bytes());
     out.extend_from_slice(&(((EXTENSION_BLOCK_LEN - 4) / 4) as u16).to_be_bytes());
@@ -170,6 +237,9 @@ pub fn encode_media(
     push_element(out, config.frame_info_id, &info.to_bytes());
     // Zero padding to the 32-bit boundary (RFC 8285 §4.2: padding bytes are 0).
     out.resize(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN, 0);
+    if let Some(osn) = header.original_seq {
+        out.extend_from_slice(&osn.to_be_bytes());
+    }
     let written = out.len();
     match payload {
         Some(bytes) => out.extend_from_slice(bytes),
@@ -206,7 +276,11 @@ pub struct RtpMedia<'a> {
     pub capture_ntp: Option<u64>,
     /// Our frame-info extension, if present.
     pub frame_info: Option<FrameInfoExt>,
-    /// Payload bytes (padding removed).
+    /// For an RFC 4588 retransmission (the RTX payload type): the original
+    /// sequence number (OSN) from the start of its payload.
+    pub original_seq: Option<u16>,
+    /// Payload bytes (padding removed; of a retransmission, the original
+    /// payload after the OSN).
     pub payload: &'a [u8],
 }
 
@@ -214,6 +288,21 @@ impl RtpMedia<'_> {
     /// Payload length in bytes.
     pub fn payload_len(&self) -> usize {
         self.payload.len()
+    }
+
+    /// The packet's place in the media stream: its RTP sequence number, or
+    /// for a retransmission the original's (RFC 4588 §4).
+    pub fn media_seq(&self) -> MediaSeq {
+        match self.original_seq {
+            Some(seq) => MediaSeq {
+                seq,
+                retransmission: true,
+            },
+            None => MediaSeq {
+                seq: self.sequence,
+                retransmission: false,
+            },
+        }
     }
 
     /// What the player needs, if the frame-info and abs-capture-time extensions
@@ -242,8 +331,11 @@ impl RtpMedia<'_> {
     }
 }
 
-/// Parses an RTP media datagram. The payload type must be `config`'s; an RTCP
-/// datagram ([`super::is_rtcp`]) is [`WireError::NotRtp`]. Extensions with
+/// Parses an RTP media datagram. The payload type must be `config`'s media or
+/// RTX payload type; an RTX packet's OSN is taken off its payload
+/// ([`RtpMedia::original_seq`]; an RTX payload shorter than the OSN is
+/// [`WireError::TooShort`]). An RTCP datagram ([`super::is_rtcp`]) is
+/// [`WireError::NotRtp`]. Extensions with
 /// other ids are ignored (RFC 8285 §4: a receiver ignores ids it does not know).
 /// Allocates nothing: the header is read in place (module doc, "Fast path").
 pub fn decode_media<'a>(
@@ -271,12 +363,17 @@ pub fn decode_media<'a>(
     };
     // RFC 3550 §5.1 fixed header; `walk_header` proved it is all there.
     let payload_type = datagram[1] & 0x7F;
-    if payload_type != config.payload_type {
+    if payload_type != config.payload_type && payload_type != config.rtx_payload_type {
         return Err(WireError::UnknownPayloadType(payload_type));
     }
     if let Some(e) = ext.error {
         return Err(e);
     }
+    let (original_seq, payload) = split_rtx(
+        config,
+        payload_type,
+        &datagram[header_len..datagram.len() - padding],
+    )?;
     Ok(RtpMedia {
         ssrc: be32(datagram, 8),
         sequence: be16(datagram, 2),
@@ -286,8 +383,23 @@ pub fn decode_media<'a>(
         transport_seq: ext.transport_seq,
         capture_ntp: ext.capture_ntp,
         frame_info: ext.frame_info,
-        payload: &datagram[header_len..datagram.len() - padding],
+        original_seq,
+        payload,
     })
+}
+
+/// The OSN and the original payload of an RTX packet (RFC 4588 §4); a media
+/// packet's payload as it is.
+fn split_rtx<'a>(
+    config: &WireConfig,
+    payload_type: u8,
+    payload: &'a [u8],
+) -> Result<(Option<u16>, &'a [u8]), WireError> {
+    if payload_type != config.rtx_payload_type {
+        return Ok((None, payload));
+    }
+    need("RTX original sequence number", payload, RTX_OSN_LEN)?;
+    Ok((Some(be16(payload, 0)), &payload[RTX_OSN_LEN..]))
 }
 
 /// Our three extensions as found while walking the block. A later element with
@@ -511,6 +623,86 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn rtx_layout_and_round_trip() {
+        let cfg = WireConfig::default();
+        // Transport seq 9 (a new one), media seq 4 (the original's).
+        let mut tx = transmit(9, 3);
+        tx.media_seq = 0x1_0004;
+        tx.kind = rtcc_core::PacketKind::Retransmission;
+        let mut media = Vec::new();
+        encode_media(&cfg, &tx, 0x0102_0304_0506_0708, Some(b"xyz"), &mut media).unwrap();
+        let mut buf = vec![0xAA; 100];
+        let n = encode_rtx(
+            &cfg,
+            &tx,
+            0xFFFF,
+            0x0102_0304_0506_0708,
+            Some(b"xyz"),
+            &mut buf,
+        )
+        .unwrap();
+        assert_eq!(n, media.len() + RTX_OSN_LEN);
+        #[rustfmt::skip]
+        let expect: Vec<u8> = vec![
+            0x90, 0x80 | 97, 0xFF, 0xFF,      // M=1 PT=97 (RTX), RTX seq 65 535
+            0x00, 0x01, 0x5F, 0x90,           // the original timestamp (90 000)
+            0x52, 0x54, 0x43, 0x58,           // RTX SSRC
+            0xBE, 0xDE, 0, 6,
+            0x11, 0, 9,                       // transport seq 9: its own
+            0x27, 1, 2, 3, 4, 5, 6, 7, 8,
+            0x38, 0x23, 0x45, 0x67, 0x89, 0, 2, 0, 3, 0xC0,
+            0, 0,
+            0, 4,                             // OSN: media seq 4
+            b'x', b'y', b'z',
+        ];
+        assert_eq!(buf, expect);
+        // The header part equals the media packet's but for PT, seq and SSRC.
+        assert_eq!(buf[4..8], media[4..8]);
+        assert_eq!(buf[12..40], media[12..40]);
+        assert_eq!(media[2..4], [0, 4]);
+        let m = decode_media(&cfg, &buf).unwrap();
+        assert_eq!(m.ssrc, cfg.rtx_ssrc);
+        assert_eq!(m.sequence, 0xFFFF);
+        assert_eq!(m.original_seq, Some(4));
+        assert_eq!(
+            m.media_seq(),
+            MediaSeq {
+                seq: 4,
+                retransmission: true
+            }
+        );
+        assert_eq!(m.payload, b"xyz");
+        assert_eq!(m.transport_seq, Some(9));
+        let plain = decode_media(&cfg, &media).unwrap();
+        assert_eq!(
+            plain.media_seq(),
+            MediaSeq {
+                seq: 4,
+                retransmission: false
+            }
+        );
+        // The rtp crate reads the same header, and the OSN is the payload's start.
+        let p = {
+            use webrtc_util::marshal::Unmarshal;
+            rtp::packet::Packet::unmarshal(&mut &buf[..]).unwrap()
+        };
+        assert_eq!(p.header.payload_type, 97);
+        assert_eq!(p.header.ssrc, cfg.rtx_ssrc);
+        assert_eq!(p.header.sequence_number, 0xFFFF);
+        assert_eq!(p.header.get_extension(1).unwrap().as_ref(), &[0, 9]);
+        assert_eq!(&p.payload[..], &[0, 4, b'x', b'y', b'z']);
+        // Synthetic: OSN then zeros; an RTX payload without room for the OSN is an error.
+        encode_rtx(&cfg, &tx, 1, 0, None, &mut buf).unwrap();
+        let m = decode_media(&cfg, &buf).unwrap();
+        assert_eq!((m.original_seq, m.payload_len()), (Some(4), 3));
+        buf.truncate(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + 1);
+        assert!(matches!(
+            decode_media(&cfg, &buf),
+            Err(WireError::TooShort { .. })
+        ));
+    }
+
+    #[test]
     fn frame_ids_unwrap_past_32_bits() {
         let cfg = WireConfig::default();
         let mut frames = Unwrapper::<32>::new();
@@ -598,7 +790,7 @@ pub(crate) mod tests {
             version: 2,
             marker: p.last_in_frame,
             payload_type: cfg.payload_type,
-            sequence_number: tx.seq as u16,
+            sequence_number: tx.media_seq as u16,
             timestamp: rtp_timestamp(p.capture_time, cfg.rtp_timestamp_offset),
             ssrc: cfg.media_ssrc,
             ..Header::default()
@@ -645,7 +837,7 @@ pub(crate) mod tests {
             0
         };
         let h = Header::unmarshal(&mut &d[..header_len])?;
-        if h.payload_type != cfg.payload_type {
+        if h.payload_type != cfg.payload_type && h.payload_type != cfg.rtx_payload_type {
             return Err(WireError::UnknownPayloadType(h.payload_type));
         }
         let mut ours = OurExtensions::default();
@@ -659,6 +851,23 @@ pub(crate) mod tests {
         if let Some(e) = ours.error {
             return Err(e);
         }
+        let payload = &d[header_len..d.len() - padding];
+        // RFC 4588 §4, read independently of `split_rtx`.
+        let (original_seq, payload) = if h.payload_type == cfg.rtx_payload_type {
+            if payload.len() < 2 {
+                return Err(WireError::TooShort {
+                    what: "RTX original sequence number",
+                    need: 2,
+                    have: payload.len(),
+                });
+            }
+            (
+                Some(u16::from_be_bytes([payload[0], payload[1]])),
+                &payload[2..],
+            )
+        } else {
+            (None, payload)
+        };
         Ok(RtpMedia {
             ssrc: h.ssrc,
             sequence: h.sequence_number,
@@ -668,7 +877,8 @@ pub(crate) mod tests {
             transport_seq: ours.transport_seq,
             capture_ntp: ours.capture_ntp,
             frame_info: ours.frame_info,
-            payload: &d[header_len..d.len() - padding],
+            original_seq,
+            payload,
         })
     }
 
@@ -718,6 +928,8 @@ pub(crate) mod tests {
         encode_media(&cfg, &transmit(65_535, 40), 7, None, &mut buf).unwrap();
         samples.push(buf.clone());
         encode_media(&cfg, &transmit(3, 0), 7, Some(b"hello"), &mut buf).unwrap();
+        samples.push(buf.clone());
+        encode_rtx(&cfg, &transmit(4, 1), 77, 7, Some(b"r"), &mut buf).unwrap();
         samples.push(buf.clone());
         // Two-byte profile (RFC 8285 §4.3): 0x1000, id 1 len 2, id 3 len 9, padding.
         #[rustfmt::skip]

@@ -10,9 +10,12 @@
 //!   (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1) or RFC 8888
 //!   congestion-control feedback, PLI (RFC 4585 §6.3.1), SR/RR (RFC 3550 §6.4),
 //!   and [`feedback::decode_rtcp`].
+//! - [`nack`]: RTCP generic NACK (RFC 4585 §6.2.1), the receiver's
+//!   retransmission requests; the retransmissions themselves are RFC 4588 RTX
+//!   packets written by [`media::encode_rtx`].
 //! - [`unwrap`]: wrapping counters to monotone `u64` (RFC 3550 Appendix A.1).
 //!
-//! RTP, RTCP headers, SR, RR, PLI and the TWCC encoder go through the
+//! RTP, RTCP headers, SR, RR, PLI, generic NACK and the TWCC encoder go through the
 //! webrtc-rs `rtp` and `rtcp` crates. Written by hand, each with its reason:
 //! RFC 8888 (in neither crate); the TWCC *decoder* (the crate's rejects valid
 //! packets whose status chunks end the packet, and overflows a `u16` counter
@@ -24,6 +27,7 @@
 pub mod ccfb;
 pub mod feedback;
 pub mod media;
+pub mod nack;
 pub mod twcc;
 pub mod unwrap;
 
@@ -35,7 +39,8 @@ pub use feedback::{
     decode_rtcp, encode_receiver_report, encode_sender_report, FeedbackDecoder, FeedbackEncoder,
     ReceptionStats, RtcpMessages,
 };
-pub use media::{decode_media, encode_media, rtp_timestamp, FrameInfoExt, RtpMedia};
+pub use media::{decode_media, encode_media, encode_rtx, rtp_timestamp, FrameInfoExt, RtpMedia};
+pub use nack::{encode_nack, GenericNack};
 pub use twcc::TwccPacket;
 pub use unwrap::{unwrap_near, SeqUnwrapper, Unwrapper};
 
@@ -86,12 +91,23 @@ pub struct WireConfig {
     /// reports are split (default 1200 B: with IPv6 + UDP headers it fits the
     /// 1280 B minimum IPv6 MTU, RFC 8200 §5).
     pub max_rtcp_datagram: usize,
+    /// RTP payload type of the RFC 4588 retransmission stream (default 97,
+    /// the next dynamic type; `a=rtpmap:97 rtx/90000`, `a=fmtp:97 apt=96`,
+    /// RFC 4588 §8.6). Same range rules as [`Self::payload_type`], and must
+    /// differ from it: the receiver tells RTX from media by it.
+    pub rtx_payload_type: u8,
+    /// SSRC of the retransmission stream (RFC 4588 §4: session multiplexing,
+    /// its own SSRC, associated with the media SSRC by `a=ssrc-group:FID`,
+    /// RFC 5576 §4.2).
+    pub rtx_ssrc: u32,
 }
 
 /// Default [`WireConfig::media_ssrc`] ("RTCC" in ASCII).
 pub const DEFAULT_MEDIA_SSRC: u32 = 0x5254_4343;
 /// Default [`WireConfig::feedback_ssrc`] ("rtcc" in ASCII).
 pub const DEFAULT_FEEDBACK_SSRC: u32 = 0x7274_6363;
+/// Default [`WireConfig::rtx_ssrc`] ("RTCX" in ASCII).
+pub const DEFAULT_RTX_SSRC: u32 = 0x5254_4358;
 
 impl Default for WireConfig {
     fn default() -> Self {
@@ -105,6 +121,8 @@ impl Default for WireConfig {
             frame_info_id: 3,
             feedback_format: FeedbackFormat::TransportCc,
             max_rtcp_datagram: 1200,
+            rtx_payload_type: 97,
+            rtx_ssrc: DEFAULT_RTX_SSRC,
         }
     }
 }
@@ -113,8 +131,19 @@ impl WireConfig {
     /// Checks the settings: payload type 0–127 outside 64–95, extension ids
     /// 1–14 (RFC 8285 §4.2) and distinct, datagram room for the smallest report.
     pub fn validate(&self) -> Result<(), WireError> {
-        if self.payload_type > 127 || (64..=95).contains(&self.payload_type) {
+        let bad_pt = |pt: u8| pt > 127 || (64..=95).contains(&pt);
+        if bad_pt(self.payload_type) || bad_pt(self.rtx_payload_type) {
             return Err(WireError::BadConfig("payload type must be 0-63 or 96-127"));
+        }
+        if self.payload_type == self.rtx_payload_type {
+            return Err(WireError::BadConfig(
+                "the RTX payload type must differ from the media's (RFC 4588 §4)",
+            ));
+        }
+        if self.rtx_ssrc == self.media_ssrc {
+            return Err(WireError::BadConfig(
+                "the RTX SSRC must differ from the media's (RFC 4588 §4)",
+            ));
         }
         let ids = [
             self.transport_seq_id,
@@ -257,6 +286,21 @@ mod tests {
         assert!(matches!(c.validate(), Err(WireError::BadConfig(_))));
         let c = WireConfig {
             frame_info_id: 15,
+            ..WireConfig::default()
+        };
+        assert!(matches!(c.validate(), Err(WireError::BadConfig(_))));
+        let c = WireConfig {
+            rtx_payload_type: 96,
+            ..WireConfig::default()
+        };
+        assert!(matches!(c.validate(), Err(WireError::BadConfig(_))));
+        let c = WireConfig {
+            rtx_payload_type: 80,
+            ..WireConfig::default()
+        };
+        assert!(matches!(c.validate(), Err(WireError::BadConfig(_))));
+        let c = WireConfig {
+            rtx_ssrc: DEFAULT_MEDIA_SSRC,
             ..WireConfig::default()
         };
         assert!(matches!(c.validate(), Err(WireError::BadConfig(_))));
