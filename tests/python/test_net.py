@@ -84,7 +84,10 @@ def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
         (["send", "--to", "127.0.0.1:9", "--duration", "3 parsecs"], ["--duration", "3 parsecs"]),
         (["recv", "--listen", "127.0.0.1:0", "--out", "x", "--feedback", "nack"], ["--feedback"]),
         (["send", "--to", "127.0.0.1:9", "--recovery", "fec"], ["--recovery", "fec"]),
-        (["recv", "--listen", "127.0.0.1:0", "--recovery", "arq"], ["--recovery", "arq"]),
+        (
+            ["recv", "--listen", "127.0.0.1:0", "--out", "x", "--recovery", "arq"],
+            ["--recovery", "arq"],
+        ),
         (
             ["emulate", "--listen", "127.0.0.1:0", "--forward", "127.0.0.1:9", "--rate", "3Mbs"],
             ["--rate", "3Mbs"],
