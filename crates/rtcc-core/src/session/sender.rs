@@ -780,6 +780,79 @@ mod tests {
         out
     }
 
+    /// Everything a GCC sender with a tiny encoder sends in the first
+    /// `ms` milliseconds, polled every 100 µs.
+    fn gcc_sends(padding: bool, ms: u64) -> Vec<Transmit> {
+        let enc = TraceEncoder::new(
+            Instant::ZERO,
+            30.0,
+            vec![(Bytes::new(100), FrameType::Delta)],
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            cc: CcConfig::Gcc(crate::cc::GccConfig::default()),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        if padding {
+            s.enable_probe_padding();
+        }
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        while t < Instant::from_millis(ms) {
+            s.on_timeout(t);
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            t += Duration::from_micros(100);
+        }
+        assert_eq!(
+            s.stats().padding_packets_sent,
+            out.iter().filter(|x| x.kind == PacketKind::Padding).count() as u64
+        );
+        out
+    }
+
+    #[test]
+    fn probe_clusters_are_padded_at_the_probe_rate() {
+        let sent = gcc_sends(true, 100);
+        let pad: Vec<_> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Padding)
+            .collect();
+        // Cluster 1 at 900 kbps (225 B pads, ≥ 1687.5 B), cluster 2 at
+        // 1.8 Mbps (450 B pads, ≥ 3375 B); the 100 B media frame at t = 0
+        // counts to cluster 1.
+        assert!(pad.len() >= 14 && pad.len() <= 16, "{} pads", pad.len());
+        assert_eq!(pad[0].packet.wire_size, Bytes::new(225));
+        assert_eq!(pad.last().unwrap().packet.wire_size, Bytes::new(450));
+        assert!(pad.iter().all(|p| p.packet.payload.is_zero()));
+        // 225 B at 900 kbps: 2 ms apart.
+        let gap = pad[2].send_time - pad[1].send_time;
+        assert!(
+            gap >= Duration::from_micros(1900) && gap <= Duration::from_micros(2100),
+            "{gap:?}"
+        );
+        // Sequence numbers are shared with media; media numbering is not.
+        let media: Vec<_> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Media)
+            .map(|x| x.media_seq)
+            .collect();
+        assert_eq!(media, (0..media.len() as u64).collect::<Vec<_>>());
+        // Nothing after the clusters but media.
+        assert!(sent
+            .iter()
+            .all(|x| x.kind == PacketKind::Media || x.send_time < Instant::from_millis(40)));
+    }
+
+    #[test]
+    fn no_padding_unless_enabled() {
+        let sent = gcc_sends(false, 100);
+        assert!(sent.iter().all(|x| x.kind == PacketKind::Media));
+        assert_eq!(sent.len(), 3, "one small frame per 33 ms");
+    }
+
     #[test]
     fn sends_the_encoder_packet_sizes_when_given() {
         let sizes = vec![Bytes::new(40), Bytes::new(1200), Bytes::new(333)];
