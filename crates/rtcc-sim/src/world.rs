@@ -2177,3 +2177,37 @@ fn cc_config(
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }
 }
+
+#[cfg(test)]
+mod gcc_cc_config_tests {
+    use super::*;
+
+    fn gcc(toml_text: &str) -> Result<rtcc_core::cc::GccConfig, String> {
+        let t: toml::Table = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        match cc_config("gcc", Some(&t), &ParametricEncoderConfig::default())? {
+            CcConfig::Gcc(c) => Ok(c),
+            other => Err(format!("not gcc: {other:?}")),
+        }
+    }
+
+    #[test]
+    fn probing_keys_are_read_and_checked() {
+        let d = gcc("").unwrap();
+        assert!(d.probing && !d.probe.periodic_alr_probing);
+        let c = gcc(
+            "probing = false\nperiodic_alr_probing = true\nalr_probing_interval = \"2s\"\n\
+             first_probe_scale = 2\nsecond_probe_scale = 0\nprobe_min_packets = 7\n\
+             probe_min_duration = \"30ms\"",
+        )
+        .unwrap();
+        assert!(!c.probing && c.probe.periodic_alr_probing);
+        assert_eq!(c.probe.alr_probing_interval, Duration::from_secs(2));
+        assert_eq!(c.probe.first_exponential_probe_scale, 2.0);
+        assert_eq!(c.probe.second_exponential_probe_scale, 0.0);
+        assert_eq!(c.probe.min_probe_packets, 7);
+        assert_eq!(c.probe.min_probe_duration, Duration::from_millis(30));
+        assert!(gcc("probing = 1").unwrap_err().contains("probing"));
+        assert!(gcc("first_probe_scale = 0").is_err());
+        assert!(gcc("probe = true").unwrap_err().contains("unknown key"));
+    }
+}

@@ -541,6 +541,11 @@ proptest! {
                 Op::Send { n, size, gap_us } => {
                     for _ in 0..n {
                         now += Duration::from_micros(u64::from(gap_us));
+                        // Drive the probes too: clusters take these packets.
+                        if let Some(req) = gcc.poll_probe(now) {
+                            prop_assert!(req.rate <= cfg.max_bitrate && !req.rate.is_zero());
+                            prop_assert_eq!(gcc.send_budget().pacing_rate, req.rate);
+                        }
                         in_flight += Bytes::new(u64::from(size));
                         let p = SentPacket { seq, size: Bytes::new(u64::from(size)), send_time: now, bytes_in_flight: in_flight, ..Default::default() };
                         seq += 1;
