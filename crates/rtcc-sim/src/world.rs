@@ -2202,8 +2202,8 @@ mod gcc_cc_config_tests {
         .unwrap();
         assert!(!c.probing && c.probe.periodic_alr_probing);
         assert_eq!(c.probe.alr_probing_interval, Duration::from_secs(2));
-        assert_eq!(c.probe.first_exponential_probe_scale, 2.0);
-        assert_eq!(c.probe.second_exponential_probe_scale, 0.0);
+        assert!((c.probe.first_exponential_probe_scale - 2.0).abs() < 1e-12);
+        assert!(c.probe.second_exponential_probe_scale.abs() < 1e-12);
         assert_eq!(c.probe.min_probe_packets, 7);
         assert_eq!(c.probe.min_probe_duration, Duration::from_millis(30));
         assert!(gcc("probing = 1").unwrap_err().contains("probing"));
