@@ -458,10 +458,15 @@ impl Gcc {
         if gcc.config.probing {
             // goog_cc: SetBitrates with the network available starts the
             // exponential probing at once.
+            // The start the estimators use: clamped into the bounds.
+            let start = gcc
+                .config
+                .start_bitrate
+                .clamp(gcc.config.min_bitrate, gcc.config.max_bitrate);
             gcc.probe_controller.set_bitrates(
                 now,
                 gcc.config.min_bitrate,
-                gcc.config.start_bitrate,
+                start,
                 gcc.config.max_bitrate,
                 &mut gcc.new_clusters,
             );
@@ -744,8 +749,9 @@ impl CongestionController for Gcc {
     fn send_budget(&self) -> SendBudget {
         // While a probe cluster goes out, the pacer sends at its rate
         // (libwebrtc's BitrateProber schedules the packets of a cluster).
+        // Never below the target (a probe is meant to be above it anyway).
         if let Some(c) = self.prober.current() {
-            return SendBudget::paced(c.rate);
+            return SendBudget::paced(c.rate.max(self.target_bitrate()));
         }
         SendBudget::paced(
             self.target_bitrate()

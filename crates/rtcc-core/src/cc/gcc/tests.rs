@@ -544,7 +544,7 @@ proptest! {
                         // Drive the probes too: clusters take these packets.
                         if let Some(req) = gcc.poll_probe(now) {
                             prop_assert!(req.rate <= cfg.max_bitrate && !req.rate.is_zero());
-                            prop_assert_eq!(gcc.send_budget().pacing_rate, req.rate);
+                            prop_assert_eq!(gcc.send_budget().pacing_rate, req.rate.max(gcc.target_bitrate()));
                         }
                         in_flight += Bytes::new(u64::from(size));
                         let p = SentPacket { seq, size: Bytes::new(u64::from(size)), send_time: now, bytes_in_flight: in_flight, ..Default::default() };
