@@ -62,6 +62,10 @@ enum Body {
     Feedback {
         slot: u32,
     },
+    /// A padding packet of a bandwidth probe: transport-wide sequence only.
+    Padding {
+        seq: u64,
+    },
     /// A NACK in `World::nack_pool`.
     Nack {
         slot: u32,
@@ -1032,6 +1036,13 @@ impl World {
                 self.release(idx);
                 self.service_tcp_sender(fi);
             }
+            Body::Padding { seq } => {
+                if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
+                    r.on_padding(now, seq, p.size);
+                }
+                self.release(idx);
+                self.service_media_receiver(fi);
+            }
             Body::Cbr => {
                 let payload = p.size.saturating_sub(UDP_IP_HEADER);
                 self.flows[fi].counters.goodput_bytes += payload.get();
@@ -1077,7 +1088,11 @@ impl World {
                         return;
                     }
                 };
-                f.sender = SenderEp::Media(Box::new(SenderSession::new(now, sender, enc)));
+                let mut session = SenderSession::new(now, sender, enc);
+                // The simulated receiver reports padding and keeps it away
+                // from the media path, so controllers may probe.
+                session.enable_probe_padding();
+                f.sender = SenderEp::Media(Box::new(session));
                 f.receiver = ReceiverEp::Media(Box::new(ReceiverSession::new(now, receiver)));
                 self.service_media_sender(fi);
             }
@@ -1112,6 +1127,17 @@ impl World {
                 return;
             };
             let Some(t) = s.poll_transmit(now) else { break };
+            if t.kind == PacketKind::Padding {
+                let p = SimPacket {
+                    flow: fi as u32,
+                    dir: Dir::Fwd,
+                    size: t.packet.wire_size,
+                    sent: now,
+                    body: Body::Padding { seq: t.seq },
+                };
+                self.inject(p);
+                continue;
+            }
             let p = SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
@@ -1708,7 +1734,24 @@ fn cc_config(
     let t = table.unwrap_or(&empty);
     match name {
         "gcc" => {
-            check_keys(t, &["start_bitrate", "min_bitrate", "max_bitrate"])?;
+            check_keys(
+                t,
+                &[
+                    "start_bitrate",
+                    "min_bitrate",
+                    "max_bitrate",
+                    "probing",
+                    "periodic_alr_probing",
+                    "alr_probing_interval",
+                    "alr_probe_scale",
+                    "first_probe_scale",
+                    "second_probe_scale",
+                    "further_probe_scale",
+                    "further_probe_threshold",
+                    "probe_min_packets",
+                    "probe_min_duration",
+                ],
+            )?;
             let mut c = GccConfig {
                 start_bitrate: enc.start_bitrate,
                 max_bitrate: enc.max_bitrate,
@@ -1724,6 +1767,47 @@ fn cc_config(
             if let Some(r) = get_rate(t, "max_bitrate")? {
                 c.max_bitrate = r;
             }
+            for key in ["probing", "periodic_alr_probing"] {
+                if let Some(v) = t.get(key) {
+                    let on = v
+                        .as_bool()
+                        .ok_or_else(|| format!("`{key}`: expected true or false, got {v}"))?;
+                    if key == "probing" {
+                        c.probing = on;
+                    } else {
+                        c.probe.periodic_alr_probing = on;
+                    }
+                }
+            }
+            if let Some(d) = get_duration(t, "alr_probing_interval")? {
+                c.probe.alr_probing_interval = d;
+            }
+            if let Some(d) = get_duration(t, "probe_min_duration")? {
+                if d.is_zero() {
+                    return Err("`probe_min_duration`: must be positive".to_string());
+                }
+                c.probe.min_probe_duration = d;
+            }
+            if let Some(x) = get_num(t, "alr_probe_scale", 0.01, 100.0)? {
+                c.probe.alr_probe_scale = x;
+            }
+            if let Some(x) = get_num(t, "first_probe_scale", 0.01, 100.0)? {
+                c.probe.first_exponential_probe_scale = x;
+            }
+            if let Some(x) = get_num(t, "second_probe_scale", 0.0, 100.0)? {
+                c.probe.second_exponential_probe_scale = x;
+            }
+            if let Some(x) = get_num(t, "further_probe_scale", 0.01, 100.0)? {
+                c.probe.further_exponential_probe_scale = x;
+            }
+            if let Some(x) = get_num(t, "further_probe_threshold", 0.01, 100.0)? {
+                c.probe.further_probe_threshold = x;
+            }
+            if let Some(x) = get_num(t, "probe_min_packets", 1.0, 1000.0)? {
+                // An integer in [1, 1000] (checked above).
+                c.probe.min_probe_packets = x as u32;
+            }
+            c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::Gcc(c))
         }
         "fixed" => {
@@ -2091,5 +2175,39 @@ fn cc_config(
             Ok(CcConfig::Camel(c))
         }
         other => Err(format!("unknown congestion controller \"{other}\"")),
+    }
+}
+
+#[cfg(test)]
+mod gcc_cc_config_tests {
+    use super::*;
+
+    fn gcc(toml_text: &str) -> Result<rtcc_core::cc::GccConfig, String> {
+        let t: toml::Table = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        match cc_config("gcc", Some(&t), &ParametricEncoderConfig::default())? {
+            CcConfig::Gcc(c) => Ok(c),
+            other => Err(format!("not gcc: {other:?}")),
+        }
+    }
+
+    #[test]
+    fn probing_keys_are_read_and_checked() {
+        let d = gcc("").unwrap();
+        assert!(d.probing && !d.probe.periodic_alr_probing);
+        let c = gcc(
+            "probing = false\nperiodic_alr_probing = true\nalr_probing_interval = \"2s\"\n\
+             first_probe_scale = 2\nsecond_probe_scale = 0\nprobe_min_packets = 7\n\
+             probe_min_duration = \"30ms\"",
+        )
+        .unwrap();
+        assert!(!c.probing && c.probe.periodic_alr_probing);
+        assert_eq!(c.probe.alr_probing_interval, Duration::from_secs(2));
+        assert!((c.probe.first_exponential_probe_scale - 2.0).abs() < 1e-12);
+        assert!(c.probe.second_exponential_probe_scale.abs() < 1e-12);
+        assert_eq!(c.probe.min_probe_packets, 7);
+        assert_eq!(c.probe.min_probe_duration, Duration::from_millis(30));
+        assert!(gcc("probing = 1").unwrap_err().contains("probing"));
+        assert!(gcc("first_probe_scale = 0").is_err());
+        assert!(gcc("probe = true").unwrap_err().contains("unknown key"));
     }
 }

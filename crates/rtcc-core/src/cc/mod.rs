@@ -66,6 +66,22 @@ impl SendBudget {
     }
 }
 
+/// A bandwidth probe in progress (libwebrtc's probe clusters): while the
+/// controller returns one from
+/// [`CongestionController::poll_probe`], its pacing rate is the probe rate,
+/// and a sender with no media to send fills the gaps with padding packets
+/// ([`crate::packet::PacketKind::Padding`]) of about `padding_size`, so the
+/// cluster goes out at `rate` whatever the encoder produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeRequest {
+    /// Id of the probe cluster being sent.
+    pub cluster_id: u32,
+    /// Rate the cluster is sent at (also the controller's pacing rate meanwhile).
+    pub rate: Bitrate,
+    /// Recommended size of a padding packet on the wire.
+    pub padding_size: Bytes,
+}
+
 /// A controller's view of the network, for metrics and traces.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Estimate {
@@ -110,6 +126,19 @@ pub trait CongestionController {
     fn send_budget(&self) -> SendBudget;
     /// The controller's network estimate, for metrics and traces.
     fn estimate(&self) -> Estimate;
+    /// The probe the controller wants sent now, if any. A driver that can
+    /// send padding calls this whenever it looks for a packet to send and has
+    /// no media (and may call it at any other time); the first call tells the
+    /// controller that its probes will be carried out, so a controller
+    /// driven by someone who never asks (a fallback inside another
+    /// controller, a transport without padding) never probes. While a probe
+    /// is returned the driver pads at the pacing rate; packets it sends,
+    /// media or padding, are reported through
+    /// [`on_packet_sent`](Self::on_packet_sent) as usual. The default: no
+    /// probing.
+    fn poll_probe(&mut self, _now: Instant) -> Option<ProbeRequest> {
+        None
+    }
 }
 
 /// Configuration of a built-in controller; builds a [`Controller`].
@@ -240,5 +269,8 @@ impl CongestionController for Controller {
     }
     fn estimate(&self) -> Estimate {
         dispatch!(self, c => c.estimate())
+    }
+    fn poll_probe(&mut self, now: Instant) -> Option<ProbeRequest> {
+        dispatch!(self, c => c.poll_probe(now))
     }
 }

@@ -120,6 +120,14 @@ impl ReceiverSession {
         }
     }
 
+    /// A padding packet (a bandwidth probe, no media) arrived: it is
+    /// reported in the feedback like media, and nothing else.
+    pub fn on_padding(&mut self, now: Instant, seq: SeqNo, wire_size: Bytes) {
+        self.stats.bytes_received += wire_size.get();
+        self.stats.seq_end = self.stats.seq_end.max(seq + 1);
+        self.feedback.on_packet(now, seq);
+    }
+
     /// Fill `out` with a NACK if one is due (loss recovery on); true if filled.
     pub fn poll_nack(&mut self, now: Instant, out: &mut Nack) -> bool {
         self.nack.as_mut().is_some_and(|n| n.poll_nack(now, out))

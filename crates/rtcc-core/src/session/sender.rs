@@ -8,6 +8,10 @@
 //! [`SenderSession::handle_nack`]; retransmissions then come out of
 //! `poll_transmit` ahead of new media, paced, counted in bytes in flight and
 //! shown to the controller as [`PacketKind::Retransmission`].
+//! With probe padding on ([`SenderSession::enable_probe_padding`]), a
+//! controller's bandwidth probe ([`CongestionController::poll_probe`]) that
+//! finds no media queued is filled with [`PacketKind::Padding`] packets, paced
+//! at the probe rate like media.
 
 use std::collections::VecDeque;
 
@@ -95,9 +99,12 @@ pub struct Transmit {
     /// Transport-wide sequence number.
     pub seq: SeqNo,
     /// Media sequence number (the RTP sequence of the media stream, unwrapped;
-    /// for a retransmission, the original packet's: RFC 4588's OSN).
+    /// for a retransmission, the original packet's: RFC 4588's OSN). For
+    /// padding, the next media packet's number, which padding does not use.
     pub media_seq: MediaSeqNo,
-    /// First transmission ([`PacketKind::Media`]) or a retransmission.
+    /// First transmission ([`PacketKind::Media`]), a retransmission, or
+    /// probe padding ([`PacketKind::Padding`]: `packet` has no payload and
+    /// its frame fields mean nothing).
     pub kind: PacketKind,
     /// The media it carries (`wire_size` includes [`RTX_OVERHEAD`] on a
     /// retransmission).
@@ -131,6 +138,10 @@ pub struct SenderStats {
     pub feedback_timeouts: u64,
     /// NACK messages received.
     pub nacks_received: u64,
+    /// Padding packets sent for bandwidth probes (included in `packets_sent`).
+    pub padding_packets_sent: u64,
+    /// Bytes of padding sent (included in `bytes_sent`).
+    pub padding_bytes_sent: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -176,6 +187,8 @@ pub struct SenderSession<E> {
     silent_since: Option<Instant>,
     /// Back-off steps in force (0 = none).
     backoff_steps: u64,
+    /// Send padding for the controller's probes when there is no media.
+    probe_padding: bool,
 }
 
 impl<E: EncoderModel> SenderSession<E> {
@@ -209,6 +222,7 @@ impl<E: EncoderModel> SenderSession<E> {
             feedback_timeout: config.feedback_timeout,
             silent_since: None,
             backoff_steps: 0,
+            probe_padding: false,
         }
     }
 
@@ -244,6 +258,16 @@ impl<E: EncoderModel> SenderSession<E> {
     pub fn queued_bytes(&self) -> Bytes {
         self.queued_bytes
     }
+    /// Carry out the controller's bandwidth probes: when a probe is in
+    /// progress and no media is queued, send padding packets
+    /// ([`PacketKind::Padding`], no payload, not shown to loss recovery) at
+    /// the pacing rate. Off by default: the receiving end must count padding
+    /// in its feedback and keep it away from the media path (the simulator
+    /// does; a transport must send it as RTP padding).
+    pub fn enable_probe_padding(&mut self) {
+        self.probe_padding = true;
+    }
+
     /// Current target bitrate of the controller.
     pub fn target_bitrate(&self) -> Bitrate {
         self.cc.target_bitrate()
@@ -382,7 +406,7 @@ impl<E: EncoderModel> SenderSession<E> {
         let idle = self.queue.is_empty();
         let recover = self.recovery.has_pending(idle);
         if idle && !recover {
-            return None;
+            return self.poll_padding(now);
         }
         if !recover {
             if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
@@ -462,6 +486,82 @@ impl<E: EncoderModel> SenderSession<E> {
             seq,
             media_seq,
             kind,
+            packet,
+            send_time: now,
+        })
+    }
+
+    /// A padding packet for the controller's probe, if one is in progress,
+    /// probe padding is on and the pacer allows (called with no media to
+    /// send). It takes a transport-wide sequence number, counts in flight and
+    /// is reported to the controller like media; it has no media sequence
+    /// number and no payload.
+    fn poll_padding(&mut self, now: Instant) -> Option<Transmit> {
+        if !self.probe_padding {
+            return None;
+        }
+        let probe = self.cc.poll_probe(now)?;
+        // The controller paces at the probe rate while probing.
+        self.pacer.set_budget(now, self.cc.send_budget());
+        if let Some(cwnd) = self.cc.send_budget().cwnd {
+            if self.in_flight >= cwnd {
+                self.pacer.cancel_due();
+                return None;
+            }
+        }
+        if !self.pacer.can_send(now) {
+            return None;
+        }
+        let full = self.packetizer.mtu + self.packetizer.header_overhead;
+        let size = probe
+            .padding_size
+            .max(self.packetizer.header_overhead + Bytes::new(1))
+            .min(full);
+        let packet = MediaPacket {
+            frame_id: u64::MAX,
+            frame_type: crate::media::frame::FrameType::Delta,
+            capture_time: now,
+            index: 0,
+            count: 0,
+            last_in_frame: false,
+            payload: Bytes::ZERO,
+            wire_size: size,
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.in_flight += size;
+        let sent = SentPacket {
+            seq,
+            size,
+            send_time: now,
+            kind: PacketKind::Padding,
+            frame_id: None,
+            first_in_frame: false,
+            last_in_frame: false,
+            bytes_in_flight: self.in_flight,
+        };
+        if self.history.is_empty() {
+            self.history_base = seq;
+        }
+        self.history.push_back(HistoryEntry {
+            sent,
+            reported: false,
+            received: false,
+        });
+        if self.silent_since.is_none() {
+            self.silent_since = Some(now);
+        }
+        self.pacer.on_sent(now, size);
+        self.cc.on_packet_sent(now, &sent);
+        self.pacer.set_budget(now, self.cc.send_budget());
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += size.get();
+        self.stats.padding_packets_sent += 1;
+        self.stats.padding_bytes_sent += size.get();
+        Some(Transmit {
+            seq,
+            media_seq: self.next_media_seq,
+            kind: PacketKind::Padding,
             packet,
             send_time: now,
         })
@@ -586,6 +686,15 @@ impl<E: EncoderModel> SenderSession<E> {
                 self.pacer.on_frame_at_head(now, head.frame_id);
             }
         }
+        if self.queue.is_empty()
+            && !recover
+            && self.probe_padding
+            && self.cc.poll_probe(now).is_some()
+        {
+            // A probe with nothing to send: wake for padding at the probe rate.
+            self.pacer.set_budget(now, self.cc.send_budget());
+            consider(Some(self.pacer.next_send_time(now)));
+        }
         if !self.queue.is_empty() || recover {
             let window_open = self
                 .cc
@@ -669,6 +778,79 @@ mod tests {
             t += Duration::from_millis(1);
         }
         out
+    }
+
+    /// Everything a GCC sender with a tiny encoder sends in the first
+    /// `ms` milliseconds, polled every 100 µs.
+    fn gcc_sends(padding: bool, ms: u64) -> Vec<Transmit> {
+        let enc = TraceEncoder::new(
+            Instant::ZERO,
+            30.0,
+            vec![(Bytes::new(100), FrameType::Delta)],
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            cc: CcConfig::Gcc(crate::cc::GccConfig::default()),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        if padding {
+            s.enable_probe_padding();
+        }
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        while t < Instant::from_millis(ms) {
+            s.on_timeout(t);
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            t += Duration::from_micros(100);
+        }
+        assert_eq!(
+            s.stats().padding_packets_sent,
+            out.iter().filter(|x| x.kind == PacketKind::Padding).count() as u64
+        );
+        out
+    }
+
+    #[test]
+    fn probe_clusters_are_padded_at_the_probe_rate() {
+        let sent = gcc_sends(true, 100);
+        let pad: Vec<_> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Padding)
+            .collect();
+        // Cluster 1 at 900 kbps (225 B pads, ≥ 1687.5 B), cluster 2 at
+        // 1.8 Mbps (450 B pads, ≥ 3375 B); the 100 B media frame at t = 0
+        // counts to cluster 1.
+        assert!(pad.len() >= 14 && pad.len() <= 16, "{} pads", pad.len());
+        assert_eq!(pad[0].packet.wire_size, Bytes::new(225));
+        assert_eq!(pad.last().unwrap().packet.wire_size, Bytes::new(450));
+        assert!(pad.iter().all(|p| p.packet.payload.is_zero()));
+        // 225 B at 900 kbps: 2 ms apart.
+        let gap = pad[2].send_time - pad[1].send_time;
+        assert!(
+            gap >= Duration::from_micros(1900) && gap <= Duration::from_micros(2100),
+            "{gap:?}"
+        );
+        // Sequence numbers are shared with media; media numbering is not.
+        let media: Vec<_> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Media)
+            .map(|x| x.media_seq)
+            .collect();
+        assert_eq!(media, (0..media.len() as u64).collect::<Vec<_>>());
+        // Nothing after the clusters but media.
+        assert!(sent
+            .iter()
+            .all(|x| x.kind == PacketKind::Media || x.send_time < Instant::from_millis(40)));
+    }
+
+    #[test]
+    fn no_padding_unless_enabled() {
+        let sent = gcc_sends(false, 100);
+        assert!(sent.iter().all(|x| x.kind == PacketKind::Media));
+        assert_eq!(sent.len(), 3, "one small frame per 33 ms");
     }
 
     #[test]

@@ -171,6 +171,22 @@ impl LossBasedControl {
         self.set_target(now, self.current);
     }
 
+    /// Force the rate (libwebrtc `SendSideBandwidthEstimation::SetSendBitrate`,
+    /// called by goog_cc on a probe result): the delay-based cap is lifted
+    /// until the next delay-based estimate, and the increase history restarts.
+    pub fn set_send_bitrate(&mut self, now: Instant, bitrate: Bitrate) {
+        self.delay_based_limit = None;
+        self.set_target(now, bitrate);
+        self.min_history.clear();
+    }
+
+    /// New bounds of the rate (the current rate is clamped into them).
+    pub fn set_bounds(&mut self, min: Bitrate, max: Bitrate) {
+        self.config.min_bitrate = min;
+        self.config.max_bitrate = max;
+        self.current = self.current.clamp(min, max);
+    }
+
     /// Periodic update (libwebrtc calls `UpdateEstimate` from every process
     /// interval and after every loss report).
     pub fn update_estimate(&mut self, now: Instant) {

@@ -15,8 +15,19 @@
 //!
 //! The target is `min(delay-based, loss-based)` clamped to
 //! `[min_bitrate, max_bitrate]`; the pacer runs at 2.5 × the target
-//! (libwebrtc `kDefaultPaceMultiplier`). There is no congestion window and no
-//! probing; see `docs/algorithms/gcc.md` for scope and deviations.
+//! (libwebrtc `kDefaultPaceMultiplier`). There is no congestion window.
+//!
+//! **Probing** (libwebrtc goog_cc, not in the draft): a probe controller
+//! ([`probe_controller`]) decides when to send short clusters of packets
+//! above the estimate — at start (3× and 6× the start bitrate), further while
+//! results keep up, when the maximum is raised, after a large drop in the
+//! application-limited region ([`alr_detector`]) and, if enabled,
+//! periodically in that region; the prober ([`prober`]) paces each cluster at
+//! its rate, padding when there is no media ([`CongestionController::poll_probe`]);
+//! the probe estimator ([`probe_estimator`]) measures the cluster's send and
+//! receive rates from feedback, and a valid result becomes the delay-based
+//! estimate (libwebrtc `AimdRateControl::SetEstimate`) and the loss-based
+//! rate. See `docs/algorithms/gcc.md` for scope and deviations.
 //!
 //! ## Call protocol
 //!
@@ -27,21 +38,29 @@
 //! a timeout is harmless: the next input catches up.
 
 pub mod ack_bitrate;
+pub mod alr_detector;
 pub mod arrival_group;
 pub mod loss_based;
 pub mod overuse;
+pub mod probe_controller;
+pub mod probe_estimator;
+pub mod prober;
 pub mod rate_control;
 pub mod trendline;
 
 use std::fmt;
 
 use self::ack_bitrate::{AckBitrateConfig, AckBitrateEstimator};
+use self::alr_detector::{AlrDetector, AlrDetectorConfig};
 use self::arrival_group::{ArrivalGrouper, GroupingConfig};
 use self::loss_based::{LossAction, LossBasedConfig, LossBasedControl};
 use self::overuse::{BandwidthUsage, OveruseConfig, OveruseDetector};
+use self::probe_controller::{ProbeClusterConfig, ProbeController, ProbeControllerConfig};
+use self::probe_estimator::ProbeBitrateEstimator;
+use self::prober::Prober;
 use self::rate_control::{AimdConfig, AimdRateControl, RateControlState};
 use self::trendline::{Trendline, TrendlineConfig};
-use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::cc::{CongestionController, Estimate, ProbeRequest, SendBudget};
 use crate::packet::{FeedbackReport, PacketResult, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -105,6 +124,14 @@ pub struct GccConfig {
     /// Loss above which the loss-based rate decreases (libwebrtc
     /// `kDefaultHighLossThreshold = 0.1`; draft §6).
     pub high_loss_threshold: f64,
+    /// Bandwidth probing on (libwebrtc goog_cc always has its probe
+    /// controller; `false` gives the draft's GCC without probes).
+    pub probing: bool,
+    /// When and at what rates to probe (libwebrtc `ProbeControllerConfig`
+    /// defaults; periodic ALR probing off, as libwebrtc for video).
+    pub probe: ProbeControllerConfig,
+    /// Application-limited region detector (libwebrtc `AlrDetectorConfig`).
+    pub alr: AlrDetectorConfig,
 }
 
 impl Default for GccConfig {
@@ -130,6 +157,9 @@ impl Default for GccConfig {
             ack_window: Duration::from_millis(150),
             low_loss_threshold: 0.02,
             high_loss_threshold: 0.1,
+            probing: true,
+            probe: ProbeControllerConfig::default(),
+            alr: AlrDetectorConfig::default(),
         }
     }
 }
@@ -223,7 +253,52 @@ impl GccConfig {
                 "[low_loss_threshold, 1]",
             ),
         ];
-        for (key, value, ok, expected) in checks {
+        let p = &self.probe;
+        let probe_checks: [(&'static str, f64, bool, &'static str); 7] = [
+            (
+                "first_probe_scale",
+                p.first_exponential_probe_scale,
+                p.first_exponential_probe_scale > 0.0,
+                "> 0",
+            ),
+            (
+                "second_probe_scale",
+                p.second_exponential_probe_scale,
+                p.second_exponential_probe_scale >= 0.0,
+                ">= 0 (0 = none)",
+            ),
+            (
+                "further_probe_scale",
+                p.further_exponential_probe_scale,
+                p.further_exponential_probe_scale > 0.0,
+                "> 0",
+            ),
+            (
+                "further_probe_threshold",
+                p.further_probe_threshold,
+                p.further_probe_threshold > 0.0,
+                "> 0",
+            ),
+            (
+                "alr_probe_scale",
+                p.alr_probe_scale,
+                p.alr_probe_scale > 0.0,
+                "> 0",
+            ),
+            (
+                "probe_min_packets",
+                f64::from(p.min_probe_packets),
+                p.min_probe_packets >= 1,
+                ">= 1",
+            ),
+            (
+                "probe_min_duration_ms",
+                p.min_probe_duration.as_millis_f64(),
+                !p.min_probe_duration.is_zero(),
+                "> 0",
+            ),
+        ];
+        for (key, value, ok, expected) in checks.into_iter().chain(probe_checks) {
             if !ok || !value.is_finite() {
                 return Err(GccConfigError::OutOfRange {
                     key,
@@ -259,6 +334,10 @@ pub struct GccInternals {
     pub link_capacity: Option<Bitrate>,
     /// Loss fraction acted upon by the loss-based controller.
     pub loss_fraction: f64,
+    /// Rate of the probe cluster being sent, if any.
+    pub probing_at: Option<Bitrate>,
+    /// Start of the current application-limited region, if in one.
+    pub alr_start: Option<Instant>,
 }
 
 impl fmt::Display for GccInternals {
@@ -298,6 +377,18 @@ pub struct Gcc {
     /// Scratch buffer for sorting a report by arrival time (kept to avoid an
     /// allocation per feedback).
     scratch: Vec<PacketResult>,
+    probe_controller: ProbeController,
+    prober: Prober,
+    probe_estimator: ProbeBitrateEstimator,
+    alr: AlrDetector,
+    /// In ALR at the last process interval (libwebrtc `previously_in_alr_`).
+    previously_in_alr: bool,
+    /// Target last told to the probe controller and the ALR detector.
+    last_target: Bitrate,
+    /// Clusters the probe controller just created.
+    new_clusters: Vec<ProbeClusterConfig>,
+    /// Probe results applied (for traces and tests).
+    probe_results: u64,
 }
 
 impl Gcc {
@@ -338,7 +429,17 @@ impl Gcc {
             max_bitrate: config.max_bitrate,
             ..LossBasedConfig::default()
         };
-        Gcc {
+        let mut alr = AlrDetector::new(config.alr);
+        alr.set_estimated_bitrate(config.start_bitrate);
+        let mut gcc = Gcc {
+            probe_controller: ProbeController::new(now, config.probe),
+            prober: Prober::new(),
+            probe_estimator: ProbeBitrateEstimator::new(),
+            alr,
+            previously_in_alr: false,
+            last_target: Bitrate::ZERO,
+            new_clusters: Vec::new(),
+            probe_results: 0,
             grouper: ArrivalGrouper::new(grouping),
             trendline: Trendline::new(trend),
             detector: OveruseDetector::new(overuse),
@@ -352,6 +453,75 @@ impl Gcc {
             bytes_in_flight: Bytes::ZERO,
             scratch: Vec::new(),
             config,
+        };
+        gcc.last_target = gcc.target_bitrate();
+        if gcc.config.probing {
+            // goog_cc: SetBitrates with the network available starts the
+            // exponential probing at once.
+            // The start the estimators use: clamped into the bounds.
+            let start = gcc
+                .config
+                .start_bitrate
+                .clamp(gcc.config.min_bitrate, gcc.config.max_bitrate);
+            gcc.probe_controller.set_bitrates(
+                now,
+                gcc.config.min_bitrate,
+                start,
+                gcc.config.max_bitrate,
+                &mut gcc.new_clusters,
+            );
+            gcc.queue_clusters(now);
+        }
+        gcc
+    }
+
+    /// Hands the clusters the probe controller created to the prober.
+    fn queue_clusters(&mut self, now: Instant) {
+        for c in self.new_clusters.drain(..) {
+            self.prober.add(now, c);
+        }
+    }
+
+    /// New bitrate bounds (libwebrtc `OnTargetRateConstraints` →
+    /// `ProbeController::SetBitrates`): a maximum raised above the estimate is
+    /// probed.
+    pub fn set_bitrate_bounds(&mut self, now: Instant, min: Bitrate, max: Bitrate) {
+        let max = max.max(min);
+        self.config.min_bitrate = min;
+        self.config.max_bitrate = max;
+        self.aimd.set_bounds(min, max);
+        self.loss.set_bounds(min, max);
+        if self.config.probing {
+            self.probe_controller.set_bitrates(
+                now,
+                min,
+                Bitrate::ZERO,
+                max,
+                &mut self.new_clusters,
+            );
+            self.queue_clusters(now);
+        }
+        self.on_target_maybe_changed(now);
+    }
+
+    /// Number of probe results that set the estimate so far.
+    pub fn probe_results(&self) -> u64 {
+        self.probe_results
+    }
+
+    /// Tells the probe controller and the ALR detector about a changed target
+    /// (libwebrtc `MaybeTriggerOnNetworkChanged`).
+    fn on_target_maybe_changed(&mut self, now: Instant) {
+        let target = self.target_bitrate();
+        if target == self.last_target {
+            return;
+        }
+        self.last_target = target;
+        self.alr.set_estimated_bitrate(target);
+        if self.config.probing {
+            self.probe_controller
+                .set_estimated_bitrate(now, target, &mut self.new_clusters);
+            self.queue_clusters(now);
         }
     }
 
@@ -388,15 +558,32 @@ impl Gcc {
             acked_bitrate: self.acked.bitrate(),
             link_capacity: self.aimd.link_capacity().estimate(),
             loss_fraction: self.loss.loss_fraction(),
+            probing_at: self.prober.current().map(|c| c.rate),
+            alr_start: self.alr.alr_start_time(),
         }
     }
 
-    /// Runs the periodic loss-based update if its time has come.
+    /// Runs the periodic update if its time has come: loss-based estimate,
+    /// ALR state to the probe controller, probe controller timers
+    /// (libwebrtc `GoogCcNetworkController::OnProcessInterval`).
     fn process(&mut self, now: Instant) {
-        if now >= self.next_process {
-            self.loss.update_estimate(now);
-            self.next_process = now + self.config.process_interval;
+        if now < self.next_process {
+            return;
         }
+        self.next_process = now + self.config.process_interval;
+        self.loss.update_estimate(now);
+        self.prober.expire(now);
+        if self.config.probing {
+            let alr_start = self.alr.alr_start_time();
+            self.probe_controller.set_alr_start_time(alr_start);
+            if self.previously_in_alr && alr_start.is_none() {
+                self.probe_controller.set_alr_ended_time(now);
+            }
+            self.previously_in_alr = alr_start.is_some();
+            self.probe_controller.process(now, &mut self.new_clusters);
+            self.queue_clusters(now);
+        }
+        self.on_target_maybe_changed(now);
     }
 
     fn update_rtt(&mut self, now: Instant, report: &FeedbackReport) {
@@ -415,7 +602,10 @@ impl Gcc {
 
     /// The delay-based chain over one report (libwebrtc
     /// `DelayBasedBwe::IncomingPacketFeedbackVector` and `MaybeUpdateEstimate`).
-    fn delay_based_update(&mut self, now: Instant) {
+    /// A probe result, unless over-using, sets the estimate. Returns whether
+    /// it did, and whether the detector went from under-use to normal
+    /// (`recovered_from_overuse`).
+    fn delay_based_update(&mut self, now: Instant, probe: Option<Bitrate>) -> (bool, bool) {
         if self
             .last_seen_feedback
             .is_some_and(|t| now - t > self.config.stream_timeout)
@@ -436,6 +626,8 @@ impl Gcc {
             });
         }
         self.last_seen_feedback = Some(now);
+        let mut recovered = false;
+        let mut prev = self.detector.state();
         for p in &self.scratch {
             let Some(arrival) = p.arrival else { continue };
             if let Some(d) = self
@@ -445,9 +637,15 @@ impl Gcc {
                 let sample = self.trendline.update(&d);
                 self.detector.detect(&sample);
             }
+            // delay_based_bwe.cc: under-use followed by normal.
+            let state = self.detector.state();
+            recovered |= prev == BandwidthUsage::Underusing && state == BandwidthUsage::Normal;
+            prev = state;
         }
         let acked = self.acked.bitrate();
-        if self.detector.state() == BandwidthUsage::Overusing {
+        let mut probed = false;
+        let overusing = self.detector.state() == BandwidthUsage::Overusing;
+        if overusing {
             match acked {
                 Some(a) => {
                     if self.aimd.time_to_reduce_further(now, a) {
@@ -461,9 +659,17 @@ impl Gcc {
                     }
                 }
             }
+        } else if let Some(rate) = probe {
+            // delay_based_bwe.cc MaybeUpdateEstimate: a probe result sets the
+            // estimate (AimdRateControl::SetEstimate), bypassing the
+            // acknowledged-rate cap of ordinary increases.
+            self.aimd.set_estimate(now, rate);
+            probed = true;
         } else {
             self.aimd.update(now, self.detector.state(), acked);
         }
+        // Reported only from the ordinary update path, as in libwebrtc.
+        (probed, recovered && !probed && !overusing)
     }
 }
 
@@ -475,6 +681,10 @@ impl CongestionController for Gcc {
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
         self.process(now);
         self.bytes_in_flight = pkt.bytes_in_flight;
+        // goog_cc OnSentPacket: every packet, padding included, spends the
+        // ALR budget; the pacer's prober counts it to the current cluster.
+        self.alr.on_bytes_sent(now, pkt.size);
+        self.prober.on_packet_sent(pkt.seq, pkt.size);
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
@@ -493,12 +703,32 @@ impl CongestionController for Gcc {
         for p in &self.scratch {
             if let Some(a) = p.arrival {
                 self.acked.update(a, p.sent.size);
+                // goog_cc: packets of a probe cluster go to the probe estimator.
+                if let Some(spec) = self.prober.cluster_of(p.sent.seq) {
+                    self.probe_estimator
+                        .on_probe_packet(spec, p.sent.send_time, a, p.sent.size);
+                }
             }
         }
         if !self.scratch.is_empty() {
-            self.delay_based_update(now);
+            let probe = self.probe_estimator.take_estimate();
+            let (probed, recovered) = self.delay_based_update(now, probe);
+            if probed {
+                // goog_cc: on a probe result SetSendBitrate resets the
+                // loss-based rate to the new estimate.
+                self.probe_results += 1;
+                self.loss.set_send_bitrate(now, self.aimd.latest_estimate());
+            }
             self.loss.on_delay_based(now, self.aimd.latest_estimate());
+            if recovered && self.config.probing {
+                self.probe_controller
+                    .set_alr_start_time(self.alr.alr_start_time());
+                self.probe_controller
+                    .request_probe(now, &mut self.new_clusters);
+                self.queue_clusters(now);
+            }
         }
+        self.on_target_maybe_changed(now);
     }
 
     fn on_timeout(&mut self, now: Instant) {
@@ -517,10 +747,33 @@ impl CongestionController for Gcc {
     }
 
     fn send_budget(&self) -> SendBudget {
+        // While a probe cluster goes out, the pacer sends at its rate
+        // (libwebrtc's BitrateProber schedules the packets of a cluster).
+        // Never below the target (a probe is meant to be above it anyway).
+        if let Some(c) = self.prober.current() {
+            return SendBudget::paced(c.rate.max(self.target_bitrate()));
+        }
         SendBudget::paced(
             self.target_bitrate()
                 .mul_f64(self.config.pacing_factor.max(1.0)),
         )
+    }
+
+    fn poll_probe(&mut self, now: Instant) -> Option<ProbeRequest> {
+        if !self.config.probing {
+            return None;
+        }
+        self.prober.set_driven();
+        self.prober.expire(now);
+        let c = self.prober.current()?;
+        Some(ProbeRequest {
+            cluster_id: c.id,
+            rate: c.rate,
+            padding_size: self
+                .prober
+                .padding_size()
+                .unwrap_or(c.rate * prober::PROBE_PACKET_SPACING),
+        })
     }
 
     fn estimate(&self) -> Estimate {

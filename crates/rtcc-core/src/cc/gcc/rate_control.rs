@@ -250,6 +250,13 @@ impl AimdRateControl {
         }
     }
 
+    /// New bounds of the estimate (the current estimate is clamped into them).
+    pub fn set_bounds(&mut self, min: Bitrate, max: Bitrate) {
+        self.config.min_bitrate = min;
+        self.config.max_bitrate = max;
+        self.current = self.current.clamp(min, max);
+    }
+
     /// Feed the detector's signal and the acknowledged bitrate; returns the
     /// new estimate (libwebrtc `Update` / `ChangeBitrate`).
     pub fn update(

@@ -541,6 +541,11 @@ proptest! {
                 Op::Send { n, size, gap_us } => {
                     for _ in 0..n {
                         now += Duration::from_micros(u64::from(gap_us));
+                        // Drive the probes too: clusters take these packets.
+                        if let Some(req) = gcc.poll_probe(now) {
+                            prop_assert!(req.rate <= cfg.max_bitrate && !req.rate.is_zero());
+                            prop_assert_eq!(gcc.send_budget().pacing_rate, req.rate.max(gcc.target_bitrate()));
+                        }
                         in_flight += Bytes::new(u64::from(size));
                         let p = SentPacket { seq, size: Bytes::new(u64::from(size)), send_time: now, bytes_in_flight: in_flight, ..Default::default() };
                         seq += 1;
@@ -580,4 +585,197 @@ proptest! {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Probing: the driver sends the probe clusters as padding through a
+// bottleneck; one feedback report returns them.
+// ---------------------------------------------------------------------------
+
+/// Sends every cluster GCC asks for (polling `poll_probe`, padding of the
+/// recommended size spaced at the pacing rate) through a `capacity`
+/// bottleneck with 20 ms one-way delay, from `start` until GCC stops asking
+/// or `until`; then delivers one feedback report for all of them 20 ms after
+/// the last arrival. Returns the packets sent.
+fn send_probes(
+    gcc: &mut Gcc,
+    start: Instant,
+    until: Instant,
+    capacity: Bitrate,
+    seq: &mut u64,
+) -> usize {
+    let owd = Duration::from_millis(20);
+    let mut now = start;
+    let mut link_free = Instant::ZERO;
+    let mut packets = Vec::new();
+    while now < until {
+        let Some(req) = gcc.poll_probe(now) else {
+            break;
+        };
+        assert_eq!(
+            gcc.send_budget().pacing_rate,
+            req.rate,
+            "paced at the probe rate"
+        );
+        let size = req.padding_size;
+        let p = SentPacket {
+            seq: *seq,
+            size,
+            send_time: now,
+            kind: crate::packet::PacketKind::Padding,
+            ..Default::default()
+        };
+        *seq += 1;
+        gcc.on_packet_sent(now, &p);
+        let arrival = (now + owd).max(link_free) + capacity.transmit_time(size);
+        link_free = arrival;
+        packets.push(PacketResult {
+            sent: p,
+            arrival: Some(arrival),
+        });
+        now += req.rate.transmit_time(size);
+    }
+    let n = packets.len();
+    if let Some(last) = packets.last().and_then(|p| p.arrival) {
+        let report = FeedbackReport {
+            report_time: last,
+            packets,
+        };
+        gcc.on_feedback(last + owd, &report);
+    }
+    n
+}
+
+#[test]
+fn initial_probes_find_the_capacity_and_set_the_estimate() {
+    let mut gcc = Gcc::new(Instant::ZERO, GccConfig::default());
+    assert_eq!(gcc.target_bitrate(), Bitrate::kbps(300));
+    let first = gcc.poll_probe(Instant::ZERO).expect("probing at start");
+    assert_eq!(first.rate, Bitrate::kbps(900));
+    assert_eq!(first.padding_size, Bytes::new(225));
+    let mut seq = 0;
+    let n = send_probes(
+        &mut gcc,
+        Instant::ZERO,
+        Instant::from_millis(500),
+        Bitrate::mbps(1),
+        &mut seq,
+    );
+    // 900 kbps: 8 × 225 B ≥ 1687.5 B; 1.8 Mbps: 8 × 450 B ≥ 3375 B.
+    assert_eq!(n, 16);
+    // The 1.8 Mbps cluster is spread to 1 Mbps: 0.95 × ~1 Mbps.
+    let t = gcc.target_bitrate();
+    assert!(
+        t > Bitrate::kbps(900) && t <= Bitrate::kbps(1000),
+        "target {t}"
+    );
+    assert_eq!(gcc.probe_results(), 1);
+    assert_eq!(gcc.delay_based_estimate(), t);
+    // 950 kbps < 70 % of 1.8 Mbps: no further probe.
+    assert_eq!(gcc.poll_probe(Instant::from_millis(200)), None);
+}
+
+#[test]
+fn a_probe_result_above_70_percent_probes_further() {
+    let mut gcc = Gcc::new(Instant::ZERO, GccConfig::default());
+    let mut seq = 0;
+    send_probes(
+        &mut gcc,
+        Instant::ZERO,
+        Instant::from_millis(500),
+        Bitrate::mbps(20),
+        &mut seq,
+    );
+    // Both clusters got through unspread: the estimate is the 1.8 Mbps send rate
+    // (send rate counts all but the last packet over the send span).
+    let t = gcc.target_bitrate();
+    assert!(
+        t >= Bitrate::kbps(1700) && t <= Bitrate::kbps(1800),
+        "target {t}"
+    );
+    let next = gcc
+        .poll_probe(Instant::from_millis(200))
+        .expect("further probe");
+    assert_eq!(next.rate, t.mul_f64(2.0));
+    send_probes(
+        &mut gcc,
+        Instant::from_millis(200),
+        Instant::from_millis(700),
+        Bitrate::mbps(20),
+        &mut seq,
+    );
+    assert!(gcc.target_bitrate() > Bitrate::kbps(3000));
+    assert_eq!(gcc.probe_results(), 2);
+}
+
+#[test]
+fn no_probing_when_disabled_or_not_driven() {
+    let cfg = GccConfig {
+        probing: false,
+        ..GccConfig::default()
+    };
+    let mut gcc = Gcc::new(Instant::ZERO, cfg);
+    assert_eq!(gcc.poll_probe(Instant::ZERO), None);
+    assert_eq!(gcc.send_budget().pacing_rate, Bitrate::kbps(750));
+    // A driver that never polls sees the ordinary pacing rate and no cluster
+    // takes its packets.
+    let gcc = Gcc::new(Instant::ZERO, GccConfig::default());
+    assert_eq!(gcc.send_budget().pacing_rate, Bitrate::kbps(750));
+    assert_eq!(gcc.internals().probing_at, None);
+}
+
+#[test]
+fn a_lossy_probe_leaves_the_estimate_alone() {
+    let mut gcc = Gcc::new(Instant::ZERO, GccConfig::default());
+    let mut now = Instant::ZERO;
+    let mut packets = Vec::new();
+    let mut seq = 0;
+    while let Some(req) = gcc.poll_probe(now) {
+        let p = SentPacket {
+            seq,
+            size: req.padding_size,
+            send_time: now,
+            kind: crate::packet::PacketKind::Padding,
+            ..Default::default()
+        };
+        gcc.on_packet_sent(now, &p);
+        // Only every third packet arrives: under 80 % of each cluster.
+        let arrival = (seq % 3 == 0).then(|| now + Duration::from_millis(20));
+        packets.push(PacketResult { sent: p, arrival });
+        seq += 1;
+        now += req.rate.transmit_time(req.padding_size);
+    }
+    gcc.on_feedback(
+        now + Duration::from_millis(40),
+        &FeedbackReport {
+            report_time: now + Duration::from_millis(20),
+            packets,
+        },
+    );
+    assert_eq!(gcc.probe_results(), 0);
+    assert!(gcc.delay_based_estimate() < Bitrate::kbps(400));
+}
+
+#[test]
+fn raising_the_max_bitrate_probes_it() {
+    let cfg = GccConfig {
+        max_bitrate: Bitrate::kbps(500),
+        ..GccConfig::default()
+    };
+    let mut gcc = Gcc::new(Instant::ZERO, cfg);
+    let mut seq = 0;
+    send_probes(
+        &mut gcc,
+        Instant::ZERO,
+        Instant::from_millis(500),
+        Bitrate::mbps(20),
+        &mut seq,
+    );
+    assert_eq!(gcc.target_bitrate(), Bitrate::kbps(500));
+    assert_eq!(gcc.poll_probe(Instant::from_millis(300)), None);
+    gcc.set_bitrate_bounds(Instant::from_secs(2), Bitrate::kbps(30), Bitrate::mbps(3));
+    let req = gcc
+        .poll_probe(Instant::from_secs(2))
+        .expect("probe the new max");
+    assert_eq!(req.rate, Bitrate::mbps(3));
 }
