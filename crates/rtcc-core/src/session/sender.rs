@@ -8,15 +8,26 @@
 //! [`SenderSession::handle_nack`]; retransmissions then come out of
 //! `poll_transmit` ahead of new media, paced, counted in bytes in flight and
 //! shown to the controller as [`PacketKind::Retransmission`].
+//!
+//! The queue in front of the pacer is bounded the way libwebrtc bounds it
+//! (docs/algorithms/pacer.md): the pacer drains it within a queue-time limit
+//! ([`SenderConfig::queue_time_limit`]), and a frame produced while the queue
+//! holds more than [`SenderConfig::frame_drop_queue_time`] at the pacing rate
+//! is dropped before it is queued, as libwebrtc's encoder pauses while the
+//! pacer queue is full. A dropped frame is skipped the way an encoder skips a
+//! capture: the frames sent keep consecutive frame ids (the next frame
+//! references the last one sent), so the receiver's decoding chain holds.
 
 use std::collections::VecDeque;
 
 use crate::cc::{CcConfig, CongestionController, Controller};
 use crate::feedback::{Nack, WireFeedback};
 use crate::media::encoder::EncoderModel;
-use crate::media::frame::FrameInfo;
+use crate::media::frame::{FrameInfo, FrameType};
 use crate::media::packetizer::{MediaPacket, Packetizer};
 use crate::pacer::Pacer;
+/// Default of [`SenderConfig::queue_time_limit`] (re-exported from [`crate::pacer`]).
+pub use crate::pacer::DEFAULT_QUEUE_TIME_LIMIT;
 use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 use crate::recovery::{LossRecovery, MediaSeqNo, Recovery, RecoveryConfig, RecoveryStats};
 use crate::time::{Duration, Instant};
@@ -42,6 +53,14 @@ pub const RTX_OVERHEAD: Bytes = Bytes::new(2);
 /// libwebrtc's rate statistics use a 1 s window, `kBitrateStatisticsWindowMs`).
 const RECOVERY_RATE_WINDOW: Duration = Duration::from_secs(1);
 
+/// Default of [`SenderConfig::frame_drop_queue_time`]: libwebrtc's
+/// `PacedSender::kMaxQueueLengthMs` = 2000 ms, above which the pacer's
+/// expected queue time (queued bytes / pacing rate) makes `IsSendQueueFull()`
+/// true and the encoder target 0, so the encoder drops the frames it is given
+/// (modules/congestion_controller send-side controller `IsSendQueueFull`,
+/// video/video_stream_encoder.cc `EncoderPaused`).
+pub const DEFAULT_FRAME_DROP_QUEUE_TIME: Duration = Duration::from_secs(2);
+
 /// Sender settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -54,6 +73,19 @@ pub struct SenderConfig {
     /// Loss recovery (default none). The receiver must run the same scheme
     /// ([`crate::session::receiver::ReceiverConfig::recovery`]).
     pub recovery: RecoveryConfig,
+    /// Pacer queue-time limit: while media is queued, the pacer sends at
+    /// least at `queued bytes / (limit − average queue time)` (libwebrtc's
+    /// `drain_large_queues`, [`crate::pacer`] module doc). `None` = off.
+    /// libwebrtc's default, and ours: [`DEFAULT_QUEUE_TIME_LIMIT`] (2 s).
+    pub queue_time_limit: Option<Duration>,
+    /// Frame dropping at the sender: a frame produced while the queue holds
+    /// more than `pacing rate × this` bytes is dropped, not queued (libwebrtc's
+    /// encoder pause on a full pacer queue). `None` = off. Default
+    /// [`DEFAULT_FRAME_DROP_QUEUE_TIME`] (2 s). Only for encoder models, which
+    /// can skip a capture: the frames sent are renumbered so that their ids
+    /// stay consecutive, which a real encoded bitstream (whose payload is
+    /// looked up by the encoder's frame id) does not allow.
+    pub frame_drop_queue_time: Option<Duration>,
 }
 
 /// The sender's reaction to a receiver that stopped sending feedback, in the
@@ -131,6 +163,9 @@ pub struct SenderStats {
     pub feedback_timeouts: u64,
     /// NACK messages received.
     pub nacks_received: u64,
+    /// Frames dropped at the sender because the queue was too long
+    /// ([`SenderConfig::frame_drop_queue_time`]); not in `frames_encoded`.
+    pub frames_dropped_at_sender: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -158,6 +193,15 @@ pub struct SenderSession<E> {
     packetizer: Packetizer,
     queue: VecDeque<MediaPacket>,
     queued_bytes: Bytes,
+    /// Enqueue instant of each packet in `queue` (same order), for the
+    /// average queue time of the queue-time limit.
+    enqueued_at: VecDeque<Instant>,
+    /// Σ enqueue instants (ns) of the packets in `queue`.
+    enqueued_sum_ns: u128,
+    frame_drop_queue_time: Option<Duration>,
+    /// Frames dropped so far: subtracted from the encoder's frame ids so
+    /// the frames sent keep consecutive ids (module doc).
+    frame_id_offset: u64,
     next_seq: SeqNo,
     history: VecDeque<HistoryEntry>,
     history_base: SeqNo,
@@ -182,7 +226,8 @@ impl<E: EncoderModel> SenderSession<E> {
     /// A session starting at `now`.
     pub fn new(now: Instant, config: SenderConfig, mut encoder: E) -> Self {
         let cc = config.cc.build(now);
-        let pacer = Pacer::new(now, cc.send_budget());
+        let mut pacer = Pacer::new(now, cc.send_budget());
+        pacer.set_queue_time_limit(now, config.queue_time_limit);
         encoder.set_target(now, payload_share(&config.packetizer, cc.target_bitrate()));
         SenderSession {
             pacer,
@@ -197,6 +242,10 @@ impl<E: EncoderModel> SenderSession<E> {
             packetizer: config.packetizer,
             queue: VecDeque::with_capacity(256),
             queued_bytes: Bytes::ZERO,
+            enqueued_at: VecDeque::with_capacity(256),
+            enqueued_sum_ns: 0,
+            frame_drop_queue_time: config.frame_drop_queue_time,
+            frame_id_offset: 0,
             next_seq: 0,
             history: VecDeque::with_capacity(4096),
             history_base: 0,
@@ -296,6 +345,27 @@ impl<E: EncoderModel> SenderSession<E> {
         (target - rate).max(target.mul_f64(0.5))
     }
 
+    /// Tells the pacer the queue's size and average wait (queue-time limit).
+    fn report_queue(&mut self, now: Instant) {
+        let n = self.enqueued_at.len() as u128;
+        let average = if n == 0 {
+            Duration::ZERO
+        } else {
+            let mean = self.enqueued_sum_ns / n;
+            Duration::from_nanos(now.as_nanos().saturating_sub(mean as u64))
+        };
+        self.pacer.on_queue(now, self.queued_bytes, average);
+    }
+
+    /// The queue holds more than the pacing rate sends in
+    /// `frame_drop_queue_time`: a new frame is dropped. libwebrtc's
+    /// `IsSendQueueFull()`: expected queue time (queue size / pacing rate,
+    /// the controller's rate, not the drain rate) > `kMaxQueueLengthMs`.
+    fn queue_full(&self) -> bool {
+        self.frame_drop_queue_time
+            .is_some_and(|limit| self.queued_bytes > self.pacer.rate() * limit)
+    }
+
     /// The instant of the next back-off step, while the receiver is silent.
     fn next_backoff(&self) -> Option<Instant> {
         let ft = self.feedback_timeout?;
@@ -324,19 +394,37 @@ impl<E: EncoderModel> SenderSession<E> {
             let Some(frame) = self.encoder.produce(now) else {
                 break;
             };
+            if self.queue_full() {
+                // Skipped as libwebrtc's paused encoder skips it: never
+                // queued, not shown to the controller (it never reached the
+                // transport), and the ids of later frames close the gap.
+                self.stats.frames_dropped_at_sender += 1;
+                self.frame_id_offset += 1;
+                if frame.frame_type == FrameType::Key {
+                    // The key frame asked for (by a PLI or the GOP) was not
+                    // sent: the next frame must be one.
+                    self.encoder.request_key_frame();
+                }
+                continue;
+            }
             self.stats.frames_encoded += 1;
+            let frame_id = frame.frame_id - self.frame_id_offset;
             let queue = &mut self.queue;
+            let enqueued_at = &mut self.enqueued_at;
             let mut added = Bytes::ZERO;
+            let mut n_added: u128 = 0;
             let push = |p: MediaPacket| {
                 added += p.wire_size;
+                n_added += 1;
                 queue.push_back(p);
+                enqueued_at.push_back(now);
             };
             // An encoder with its own packetisation (RFC 6184 NAL units) gives
             // the packets' sizes; otherwise the packetizer cuts the frame.
             let n = match self.encoder.packet_payloads(frame.frame_id) {
                 Some(sizes) => {
                     self.packetizer.packetize_sizes(
-                        frame.frame_id,
+                        frame_id,
                         frame.frame_type,
                         frame.capture_time,
                         sizes,
@@ -346,7 +434,7 @@ impl<E: EncoderModel> SenderSession<E> {
                 }
                 None => {
                     self.packetizer.packetize(
-                        frame.frame_id,
+                        frame_id,
                         frame.frame_type,
                         frame.capture_time,
                         frame.size,
@@ -356,8 +444,9 @@ impl<E: EncoderModel> SenderSession<E> {
                 }
             };
             self.queued_bytes += added;
+            self.enqueued_sum_ns += n_added * u128::from(now.as_nanos());
             let info = FrameInfo {
-                frame_id: frame.frame_id,
+                frame_id,
                 capture_time: frame.capture_time,
                 size: frame.size,
                 frame_type: frame.frame_type,
@@ -398,6 +487,7 @@ impl<E: EncoderModel> SenderSession<E> {
                 return None;
             }
         }
+        self.report_queue(now);
         if !self.pacer.can_send(now) {
             return None;
         }
@@ -415,6 +505,9 @@ impl<E: EncoderModel> SenderSession<E> {
             None => {
                 let head = self.queue.pop_front()?;
                 self.queued_bytes -= head.wire_size;
+                if let Some(t) = self.enqueued_at.pop_front() {
+                    self.enqueued_sum_ns -= u128::from(t.as_nanos());
+                }
                 let m = self.next_media_seq;
                 self.next_media_seq += 1;
                 (m, PacketKind::Media, head)
@@ -593,6 +686,7 @@ impl<E: EncoderModel> SenderSession<E> {
                 .cwnd
                 .is_none_or(|c| self.in_flight < c);
             if window_open {
+                self.report_queue(now);
                 consider(Some(self.pacer.next_send_time(now)));
             }
         }
@@ -652,6 +746,8 @@ mod tests {
             packetizer: Packetizer::default(),
             feedback_timeout: None,
             recovery: RecoveryConfig::None,
+            queue_time_limit: Some(DEFAULT_QUEUE_TIME_LIMIT),
+            frame_drop_queue_time: Some(DEFAULT_FRAME_DROP_QUEUE_TIME),
         }
     }
 
