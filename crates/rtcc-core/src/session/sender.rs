@@ -884,4 +884,217 @@ mod tests {
         assert!(!s.report.packets[3].sent.first_in_frame);
         assert_eq!(s.bytes_in_flight(), Bytes::ZERO);
     }
+
+    /// Replays a trace but, like a real encoder, makes the next frame a key
+    /// frame when asked (the trace encoder ignores requests).
+    struct KeyOnRequest {
+        inner: TraceEncoder,
+        key_pending: bool,
+    }
+
+    impl EncoderModel for KeyOnRequest {
+        fn set_target(&mut self, now: Instant, target: Bitrate) {
+            self.inner.set_target(now, target);
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.inner.poll_timeout()
+        }
+        fn produce(&mut self, now: Instant) -> Option<EncodedFrame> {
+            let mut f = self.inner.produce(now)?;
+            if std::mem::take(&mut self.key_pending) {
+                f.frame_type = FrameType::Key;
+            }
+            Some(f)
+        }
+        fn current_target(&self) -> Bitrate {
+            self.inner.current_target()
+        }
+        fn request_key_frame(&mut self) {
+            self.key_pending = true;
+        }
+    }
+
+    /// 30 fps of 5000 B frames (≈ 1.2 Mbps) into a 200 kbps pacer: the
+    /// queue grows by ~1 Mbps. Key frames at ids in `keys`.
+    fn overloaded(keys: &[u64], drop: Option<Duration>) -> SenderSession<KeyOnRequest> {
+        let trace = (0..300)
+            .map(|k| {
+                let t = if keys.contains(&k) {
+                    FrameType::Key
+                } else {
+                    FrameType::Delta
+                };
+                (Bytes::new(5000), t)
+            })
+            .collect();
+        let enc = KeyOnRequest {
+            inner: TraceEncoder::new(Instant::ZERO, 30.0, trace).unwrap(),
+            key_pending: false,
+        };
+        let cfg = SenderConfig {
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::kbps(200),
+                pacing_factor: 1.0,
+            }),
+            queue_time_limit: None,
+            frame_drop_queue_time: drop,
+            ..config()
+        };
+        SenderSession::new(Instant::ZERO, cfg, enc)
+    }
+
+    /// Runs the session for `secs` s (1 ms steps), returning what it sent;
+    /// checks the queue bound after every frame.
+    fn run(
+        s: &mut SenderSession<KeyOnRequest>,
+        secs: u64,
+        max_queue: Option<Bytes>,
+    ) -> Vec<Transmit> {
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        while t < Instant::from_secs(secs) {
+            s.on_timeout(t);
+            if let Some(m) = max_queue {
+                assert!(s.queued_bytes() <= m, "{} queued at {t}", s.queued_bytes());
+            }
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            t += Duration::from_millis(1);
+        }
+        out
+    }
+
+    #[test]
+    fn frames_are_dropped_while_the_queue_holds_more_than_the_limit() {
+        // 200 kbps x 2 s = 50 000 B: a frame is queued only while the queue
+        // holds at most that, so it never exceeds 50 000 B + one frame (plus
+        // its headers).
+        let mut s = overloaded(&[0], Some(DEFAULT_FRAME_DROP_QUEUE_TIME));
+        let bound = Bytes::new(50_000 + 5 * 1248);
+        run(&mut s, 8, Some(bound));
+        let st = *s.stats();
+        // ~240 frames captured in 8 s, ~200 kbps x 8 s / 5000 B ≈ 40 sent
+        // plus the 2 s queue: most frames are dropped.
+        assert!(st.frames_dropped_at_sender > 150, "{st:?}");
+        assert_eq!(
+            st.frames_encoded + st.frames_dropped_at_sender,
+            240,
+            "{st:?}"
+        );
+        // Without the rule the queue grows without bound.
+        let mut s = overloaded(&[0], None);
+        run(&mut s, 8, None);
+        assert_eq!(s.stats().frames_dropped_at_sender, 0);
+        assert!(
+            s.queued_bytes() > Bytes::new(500_000),
+            "{}",
+            s.queued_bytes()
+        );
+    }
+
+    #[test]
+    fn no_frame_is_dropped_while_the_pacer_keeps_up() {
+        // 5000 B at 30 fps through a 2 Mbps pacer: the queue empties between
+        // frames and the rule never fires.
+        let trace = vec![(Bytes::new(5000), FrameType::Delta)];
+        let enc = KeyOnRequest {
+            inner: TraceEncoder::new(Instant::ZERO, 30.0, trace).unwrap(),
+            key_pending: false,
+        };
+        let cfg = SenderConfig {
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::mbps(2),
+                pacing_factor: 1.0,
+            }),
+            frame_drop_queue_time: Some(Duration::from_millis(100)),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        run(&mut s, 4, Some(Bytes::new(5 * 1248)));
+        assert_eq!(s.stats().frames_dropped_at_sender, 0);
+        assert_eq!(s.stats().frames_encoded, 120);
+    }
+
+    #[test]
+    fn dropped_frames_leave_the_receivers_decoding_chain_intact() {
+        use crate::media::player::{PacketMeta, Player, PlayerConfig};
+        let mut s = overloaded(&[0], Some(DEFAULT_FRAME_DROP_QUEUE_TIME));
+        let sent = run(&mut s, 8, None);
+        assert!(s.stats().frames_dropped_at_sender > 0);
+        // Frame ids on the wire are consecutive: dropped frames leave no gap.
+        let mut last = 0;
+        for tx in &sent {
+            assert!(
+                tx.packet.frame_id <= last + 1,
+                "gap before {}",
+                tx.packet.frame_id
+            );
+            last = last.max(tx.packet.frame_id);
+        }
+        // A lossless path: the player decodes every frame it completes,
+        // misses none and so never needs a key frame after the first.
+        let mut player = Player::new(PlayerConfig::default());
+        for tx in &sent {
+            let p = tx.packet;
+            player.on_packet(
+                tx.send_time,
+                &PacketMeta {
+                    frame_id: p.frame_id,
+                    frame_type: p.frame_type,
+                    capture_time: p.capture_time,
+                    index: p.index,
+                    last_in_frame: p.last_in_frame,
+                    payload: p.payload,
+                },
+            );
+        }
+        player.finish(Instant::from_secs(8));
+        let ps = player.stats();
+        assert_eq!((ps.frames_dropped, ps.frames_missing), (0, 0), "{ps:?}");
+        assert!(ps.frames_displayed + 1 >= last, "{ps:?}, last id {last}");
+    }
+
+    #[test]
+    fn a_dropped_key_frame_makes_the_next_frame_sent_a_key_frame() {
+        // Frame 90 (t = 3 s) is a key frame; by then the queue is full.
+        let mut s = overloaded(&[0, 90], Some(DEFAULT_FRAME_DROP_QUEUE_TIME));
+        let sent = run(&mut s, 8, None);
+        let keys: Vec<u64> = sent
+            .iter()
+            .filter(|tx| tx.packet.index == 0 && tx.packet.frame_type == FrameType::Key)
+            .map(|tx| tx.packet.frame_id)
+            .collect();
+        // Frame 0 and one more: the key frame carried over to a later capture.
+        assert_eq!(keys.len(), 2, "{keys:?}");
+        let key = sent
+            .iter()
+            .find(|tx| tx.packet.frame_id == keys[1])
+            .unwrap();
+        assert!(
+            key.packet.capture_time > Instant::from_secs(3),
+            "{}",
+            key.packet.capture_time
+        );
+    }
+
+    #[test]
+    fn the_pacer_drains_the_session_queue_within_the_queue_time_limit() {
+        // 1.2 Mbps of frames into a 200 kbps controller, no frame dropping:
+        // with the limit, no packet waits much beyond 2 s (the pacer speeds
+        // up); without it, the wait grows with the run (~5 s after 8 s).
+        let wait = |limit: Option<Duration>| {
+            let mut s = overloaded(&[0], None);
+            s.pacer.set_queue_time_limit(Instant::ZERO, limit);
+            let sent = run(&mut s, 8, None);
+            sent.iter()
+                .map(|tx| tx.send_time - tx.packet.capture_time)
+                .max()
+                .unwrap()
+        };
+        let with = wait(Some(DEFAULT_QUEUE_TIME_LIMIT));
+        assert!(with <= Duration::from_millis(2100), "{with}");
+        let without = wait(None);
+        assert!(without > Duration::from_secs(5), "{without}");
+    }
 }
