@@ -347,13 +347,14 @@ impl<E: EncoderModel> SenderSession<E> {
 
     /// Tells the pacer the queue's size and average wait (queue-time limit).
     fn report_queue(&mut self, now: Instant) {
-        let n = self.enqueued_at.len() as u128;
-        let average = if n == 0 {
-            Duration::ZERO
-        } else {
-            let mean = self.enqueued_sum_ns / n;
-            Duration::from_nanos(now.as_nanos().saturating_sub(mean as u64))
-        };
+        // Mean enqueue instant = Σ / n (≤ now, so it fits in u64); an empty
+        // queue waits nothing.
+        let average = self
+            .enqueued_sum_ns
+            .checked_div(self.enqueued_at.len() as u128)
+            .map_or(Duration::ZERO, |mean| {
+                Duration::from_nanos(now.as_nanos().saturating_sub(mean as u64))
+            });
         self.pacer.on_queue(now, self.queued_bytes, average);
     }
 
