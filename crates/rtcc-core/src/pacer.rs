@@ -34,6 +34,17 @@
 //! a train the receiver can measure. Arming at the queue head rather than when
 //! the frame is queued keeps a backlog from spending the burst on the previous
 //! frame's tail (docs/algorithms/camel.md, Q6).
+//!
+//! Queue-time limit ([`Pacer::set_queue_time_limit`], libwebrtc's
+//! `drain_large_queues` in modules/pacing/pacing_controller.cc
+//! `ProcessPackets`): with a limit `L`, while packets are queued the pacer
+//! sends at least at `queue size / max(1 ms, L − average queue time)`, so the
+//! packets already waiting leave within `L` on average whatever the
+//! controller's rate; never below the controller's pacing rate. The driver
+//! reports the queue with [`Pacer::on_queue`] before asking
+//! [`Pacer::can_send`] or [`Pacer::next_send_time`]. A congestion window
+//! still stops the pacer (libwebrtc's `congested_` does too): the drain rate
+//! only lifts pacing. See docs/algorithms/pacer.md.
 
 use crate::cc::SendBudget;
 use crate::time::{Duration, Instant};
@@ -43,10 +54,27 @@ use crate::units::{Bitrate, Bytes};
 /// the sender was stalled rather than late, and a burst would not help.
 pub const MAX_LATENESS_CREDIT: Duration = Duration::from_millis(20);
 
+/// Default queue-time limit: libwebrtc's `PacingController::kMaxExpectedQueueLength`
+/// (2000 ms, modules/pacing/pacing_controller.cc), the `queue_time_limit`
+/// a `PacingController` starts with.
+pub const DEFAULT_QUEUE_TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// Least time left to drain the queue in: libwebrtc's
+/// `std::max(TimeDelta::Millis(1), queue_time_limit_ - AverageQueueTime())`
+/// (pacing_controller.cc `ProcessPackets`). Once the average packet has waited
+/// the whole limit, the queue goes at `size / 1 ms`: practically at once.
+const MIN_DRAIN_TIME: Duration = Duration::from_millis(1);
+
 /// The pacer's state.
 #[derive(Debug, Clone)]
 pub struct Pacer {
+    /// The controller's pacing rate.
     rate: Bitrate,
+    /// Rate needed to drain the queue within the queue-time limit
+    /// (`ZERO` when off or nothing is queued). The pacer runs at
+    /// `max(rate, drain_rate)`.
+    drain_rate: Bitrate,
+    queue_time_limit: Option<Duration>,
     max_burst: Bytes,
     /// Budget in bytes; negative = debt.
     budget: i64,
@@ -69,6 +97,8 @@ impl Pacer {
     pub fn new(now: Instant, budget: SendBudget) -> Self {
         Pacer {
             rate: budget.pacing_rate,
+            drain_rate: Bitrate::ZERO,
+            queue_time_limit: None,
             max_burst: budget.max_burst,
             budget: 0,
             last_update: now,
@@ -106,9 +136,58 @@ impl Pacer {
         self.due = None;
     }
 
-    /// Current pacing rate.
+    /// The controller's pacing rate (as last set by [`Pacer::set_budget`]).
     pub fn rate(&self) -> Bitrate {
         self.rate
+    }
+
+    /// The rate packets actually leave at: the controller's pacing rate, or
+    /// the drain rate of the queue-time limit when that is higher (module doc).
+    pub fn effective_rate(&self) -> Bitrate {
+        self.rate.max(self.drain_rate)
+    }
+
+    /// Turn the queue-time limit on (`Some(limit)`, libwebrtc default
+    /// [`DEFAULT_QUEUE_TIME_LIMIT`]) or off (`None`, the default of a new
+    /// pacer). See the module doc.
+    pub fn set_queue_time_limit(&mut self, now: Instant, limit: Option<Duration>) {
+        self.queue_time_limit = limit;
+        if limit.is_none() {
+            self.set_drain_rate(now, Bitrate::ZERO);
+        }
+    }
+
+    /// The queue in front of the pacer holds `size` bytes whose packets have
+    /// waited `average_queue_time` on average, at `now`. With a queue-time
+    /// limit `L` and a non-empty queue, the pacer then runs at least at
+    /// `size / max(1 ms, L − average_queue_time)` (libwebrtc
+    /// pacing_controller.cc `ProcessPackets`, `drain_large_queues`). Call it
+    /// before [`Pacer::can_send`] / [`Pacer::next_send_time`] whenever the
+    /// queue may have changed; without a limit it does nothing.
+    pub fn on_queue(&mut self, now: Instant, size: Bytes, average_queue_time: Duration) {
+        let Some(limit) = self.queue_time_limit else {
+            return;
+        };
+        let drain = if size.is_zero() {
+            Bitrate::ZERO
+        } else {
+            // pacing_controller.cc: avg_time_left = max(1 ms, limit − average
+            // queue time); min_rate_needed = queue size / avg_time_left.
+            let left = limit.saturating_sub(average_queue_time).max(MIN_DRAIN_TIME);
+            size / left
+        };
+        self.set_drain_rate(now, drain);
+    }
+
+    fn set_drain_rate(&mut self, now: Instant, drain: Bitrate) {
+        // The budget earned so far is earned at the old rate. Refill only when
+        // the rate in force changes: an extra refill splits the integer
+        // arithmetic of an interval and would shift send times by a rounding
+        // nanosecond in runs the limit never touches.
+        if drain.max(self.rate) != self.effective_rate() {
+            self.refill(now);
+        }
+        self.drain_rate = drain;
     }
 
     /// The first packet of frame `frame_id` is at the head of the send queue:
@@ -130,7 +209,8 @@ impl Pacer {
         }
         let elapsed = now - self.last_update;
         self.last_update = now;
-        let earned = (self.rate * elapsed).get();
+        let rate = self.effective_rate();
+        let earned = (rate * elapsed).get();
         // Credit earned after the instant a waiting packet was promised is
         // lateness, not idleness: keep it (module doc).
         let mut cap = self.max_burst.get();
@@ -138,7 +218,7 @@ impl Pacer {
             if now >= due {
                 self.due = None;
                 let late = (now - due).min(MAX_LATENESS_CREDIT);
-                cap = cap.saturating_add((self.rate * late).get());
+                cap = cap.saturating_add((rate * late).get());
             }
         }
         self.budget = self
@@ -173,11 +253,12 @@ impl Pacer {
             return now;
         }
         let debt = Bytes::new(self.budget.unsigned_abs());
-        if self.rate.is_zero() {
+        let rate = self.effective_rate();
+        if rate.is_zero() {
             return Instant::MAX;
         }
         // Rounded up, so that at the returned instant the budget is back to ≥ 0.
-        let due = now + (debt / self.rate).max(Duration::from_nanos(1));
+        let due = now + (debt / rate).max(Duration::from_nanos(1));
         self.due = Some(due);
         due
     }
@@ -370,5 +451,82 @@ mod tests {
         let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::ZERO, 0, None));
         p.on_sent(Instant::ZERO, Bytes::new(1));
         assert_eq!(p.next_send_time(Instant::from_secs(5)), Instant::MAX);
+    }
+
+    /// Drives a pacer whose queue starts with `n` packets of `size` enqueued
+    /// at `start` and nothing else arriving: reports the queue before every
+    /// decision, as the sender session does; returns the send times.
+    fn drain_queue(p: &mut Pacer, start: Instant, n: u64, size: u64) -> Vec<Instant> {
+        let mut t = start;
+        let mut out = Vec::new();
+        for left in (1..=n).rev() {
+            // Every packet was enqueued at `start`: the average wait is t − start.
+            p.on_queue(t, Bytes::new(left * size), t - start);
+            t = p.next_send_time(t);
+            p.on_queue(t, Bytes::new(left * size), t - start);
+            assert!(p.can_send(t));
+            p.on_sent(t, Bytes::new(size));
+            out.push(t);
+        }
+        out
+    }
+
+    #[test]
+    fn queue_time_limit_drains_a_large_queue_within_the_limit() {
+        // 500 packets of 1200 B (4.8 Mbit) at 960 kbps would take 5 s; with
+        // the 2 s limit the pacer speeds up so that the last leaves in ~2 s.
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        p.set_queue_time_limit(Instant::ZERO, Some(DEFAULT_QUEUE_TIME_LIMIT));
+        let times = drain_queue(&mut p, Instant::ZERO, 500, 1200);
+        // The queue shrinks linearly; the last packet goes when the debt of
+        // the one before is repaid, at 2 s (up to nanosecond rounding).
+        let last = *times.last().unwrap();
+        assert!(
+            last <= Instant::from_millis(2001) && last >= Instant::from_millis(1990),
+            "last packet at {last}"
+        );
+        // After the first packet, 499 x 1200 B must leave in 2 s: 2.395 Mbps,
+        // 2.5x the controller's, 1200 B every 4.008 ms (and it stays so: the
+        // queue shrinks as fast as the time left).
+        let gap = times[1] - times[0];
+        assert!(
+            gap > Duration::from_micros(4007) && gap < Duration::from_micros(4009),
+            "{gap}"
+        );
+        assert!(p.effective_rate() > p.rate());
+        // Queue empty: back to the controller's rate.
+        p.on_queue(last, Bytes::ZERO, Duration::ZERO);
+        assert_eq!(p.effective_rate(), Bitrate::kbps(960));
+    }
+
+    #[test]
+    fn queue_time_limit_never_paces_below_the_controller_rate() {
+        // 5 packets (48 kbit) need only 24 kbps to leave within 2 s: the
+        // controller's 960 kbps stands, 10 ms apart, exactly as without a limit.
+        let mut with = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        with.set_queue_time_limit(Instant::ZERO, Some(DEFAULT_QUEUE_TIME_LIMIT));
+        let mut without = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        let a = drain_queue(&mut with, Instant::ZERO, 5, 1200);
+        let b = drain_queue(&mut without, Instant::ZERO, 5, 1200);
+        assert_eq!(a, b);
+        assert_eq!(a[1] - a[0], Duration::from_millis(10));
+        assert_eq!(with.effective_rate(), Bitrate::kbps(960));
+    }
+
+    #[test]
+    fn queue_time_limit_counts_the_time_already_waited() {
+        // 1.5 s into the wait, 120 000 B left: 0.5 s to go, so 1.92 Mbps.
+        let mut p = Pacer::new(Instant::ZERO, budget(Bitrate::kbps(960), 0, None));
+        p.set_queue_time_limit(Instant::ZERO, Some(DEFAULT_QUEUE_TIME_LIMIT));
+        let t = Instant::from_millis(1500);
+        p.on_queue(t, Bytes::new(120_000), Duration::from_millis(1500));
+        assert_eq!(p.effective_rate(), Bitrate::kbps(1920));
+        // Waited beyond the limit: 1 ms left, the queue goes at once.
+        p.on_queue(t, Bytes::new(120_000), Duration::from_secs(3));
+        assert_eq!(p.effective_rate(), Bitrate::mbps(960));
+        // Switched off: the controller's rate again.
+        p.set_queue_time_limit(t, None);
+        p.on_queue(t, Bytes::new(120_000), Duration::from_secs(3));
+        assert_eq!(p.effective_rate(), Bitrate::kbps(960));
     }
 }

@@ -109,6 +109,11 @@ pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
             feedback_timeout: Some(FeedbackTimeout::default()),
             // No loss recovery unless asked (`--recovery nack`, a flow's `recovery`).
             recovery: Default::default(),
+            queue_time_limit: Some(rtcc_core::session::sender::DEFAULT_QUEUE_TIME_LIMIT),
+            // Off: a real encoded bitstream cannot skip a frame after encoding
+            // (payloads are looked up by the encoder's frame id, and the next
+            // frame references the dropped one).
+            frame_drop_queue_time: None,
         },
         encoder,
         receiver: ReceiverConfig {

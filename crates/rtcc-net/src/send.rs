@@ -291,8 +291,16 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         header_overhead: Bytes::new(wire::rtp_overhead(&config.wire) as u64),
         ..config.media.sender.packetizer
     };
+    // A real H.264 bitstream cannot skip a frame after encoding (the next
+    // frame references it, and payloads are looked up by the encoder's frame
+    // id): no frame dropping at the sender then (docs/algorithms/pacer.md).
+    let frame_drop_queue_time = match encoder {
+        NetEncoder::H264(_) => None,
+        NetEncoder::Synthetic(_) => config.media.sender.frame_drop_queue_time,
+    };
     let sender_cfg = SenderConfig {
         packetizer,
+        frame_drop_queue_time,
         ..config.media.sender.clone()
     };
     let mut session = SenderSession::new(start, sender_cfg, encoder);

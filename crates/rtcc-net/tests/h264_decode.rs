@@ -192,6 +192,9 @@ fn h264_stream_decodes_in_ffmpeg() {
         // No feedback in this test: keep the file's rate.
         feedback_timeout: None,
         recovery: Default::default(),
+        queue_time_limit: Some(rtcc_core::session::sender::DEFAULT_QUEUE_TIME_LIMIT),
+        // A real H.264 bitstream: frames cannot be skipped after encoding.
+        frame_drop_queue_time: None,
     };
     let mut sender = SenderSession::new(Instant::ZERO, sender_config, source);
     let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();

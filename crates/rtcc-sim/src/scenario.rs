@@ -131,6 +131,46 @@ impl Default for TopologySpec {
     }
 }
 
+/// A sender queue bound: a duration (`"2s"`) or `"off"`
+/// (flow keys `queue_time_limit`, `frame_drop_queue_time`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeLimitSpec {
+    /// Switched off.
+    Off,
+    /// On, with this time.
+    Time(Duration),
+}
+
+impl TimeLimitSpec {
+    /// The limit, `None` when off.
+    pub fn time(self) -> Option<Duration> {
+        match self {
+            TimeLimitSpec::Off => None,
+            TimeLimitSpec::Time(d) => Some(d),
+        }
+    }
+}
+
+impl std::str::FromStr for TimeLimitSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if t == "off" {
+            return Ok(TimeLimitSpec::Off);
+        }
+        t.parse::<Duration>()
+            .map(TimeLimitSpec::Time)
+            .map_err(|_| format!("invalid limit \"{s}\": expected a duration (\"2s\") or \"off\""))
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeLimitSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(de::Error::custom)
+    }
+}
+
 /// A queue size: `"60KB"`, `"50pkts"`, `"100ms"` (at link rate) or `"unlimited"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueueSpec {
@@ -427,6 +467,13 @@ pub struct FlowSpec {
     /// Media: loss recovery, `"none"` (default) or `"nack"` (NACK-based
     /// retransmission, docs/algorithms/arq.md).
     pub recovery: Option<Spanned<String>>,
+    /// Media: the pacer's queue-time limit, `"2s"` (default, libwebrtc's
+    /// `kMaxExpectedQueueLength`) or `"off"` (docs/algorithms/pacer.md).
+    pub queue_time_limit: Option<Spanned<TimeLimitSpec>>,
+    /// Media: drop new frames while the sender queue holds more than the
+    /// pacing rate sends in this time, `"2s"` (default, libwebrtc's
+    /// `kMaxQueueLengthMs`) or `"off"` (docs/algorithms/pacer.md).
+    pub frame_drop_queue_time: Option<Spanned<TimeLimitSpec>>,
     /// udp-cbr: rate.
     pub rate: Option<Spanned<Bitrate>>,
     /// udp-cbr: payload bytes per packet (default 1200).
@@ -867,6 +914,16 @@ impl Scenario {
         not_for(
             spec.recovery.as_ref().map(|s| s.span()),
             "recovery",
+            &[Media],
+        )?;
+        not_for(
+            spec.queue_time_limit.as_ref().map(|s| s.span()),
+            "queue_time_limit",
+            &[Media],
+        )?;
+        not_for(
+            spec.frame_drop_queue_time.as_ref().map(|s| s.span()),
+            "frame_drop_queue_time",
             &[Media],
         )?;
         if let Some(r) = &spec.recovery {

@@ -23,7 +23,10 @@ use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq, RecoveryConfig};
 use rtcc_core::rng;
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
-use rtcc_core::session::sender::{FeedbackTimeout, SenderConfig, SenderSession};
+use rtcc_core::session::sender::{
+    FeedbackTimeout, SenderConfig, SenderSession, DEFAULT_FRAME_DROP_QUEUE_TIME,
+    DEFAULT_QUEUE_TIME_LIMIT,
+};
 use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
 
 use crate::encoder::SimEncoder;
@@ -709,6 +712,14 @@ impl World {
                         packetizer,
                         feedback_timeout: Some(FeedbackTimeout::default()),
                         recovery: recovery.clone(),
+                        queue_time_limit: f
+                            .queue_time_limit
+                            .as_ref()
+                            .map_or(Some(DEFAULT_QUEUE_TIME_LIMIT), |l| l.get_ref().time()),
+                        frame_drop_queue_time: f
+                            .frame_drop_queue_time
+                            .as_ref()
+                            .map_or(Some(DEFAULT_FRAME_DROP_QUEUE_TIME), |l| l.get_ref().time()),
                     },
                     encoder,
                     receiver: ReceiverConfig {

@@ -85,6 +85,8 @@ mod tests {
                 packetizer: Packetizer::default(),
                 feedback_timeout: Some(FeedbackTimeout::default()),
                 recovery: recovery.clone(),
+                queue_time_limit: Some(super::sender::DEFAULT_QUEUE_TIME_LIMIT),
+                frame_drop_queue_time: Some(super::sender::DEFAULT_FRAME_DROP_QUEUE_TIME),
             },
             enc,
         );
@@ -358,6 +360,8 @@ mod feedback_timeout_tests {
                 },
                 feedback_timeout: timeout,
                 recovery: Default::default(),
+                queue_time_limit: Some(super::sender::DEFAULT_QUEUE_TIME_LIMIT),
+                frame_drop_queue_time: Some(super::sender::DEFAULT_FRAME_DROP_QUEUE_TIME),
             },
             enc,
         )
@@ -432,6 +436,8 @@ mod feedback_timeout_tests {
                 packetizer: Packetizer::default(),
                 feedback_timeout: None,
                 recovery: Default::default(),
+                queue_time_limit: Some(super::sender::DEFAULT_QUEUE_TIME_LIMIT),
+                frame_drop_queue_time: Some(super::sender::DEFAULT_FRAME_DROP_QUEUE_TIME),
             },
             enc,
         );

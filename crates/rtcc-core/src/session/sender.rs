@@ -12,15 +12,26 @@
 //! controller's bandwidth probe ([`CongestionController::poll_probe`]) that
 //! finds no media queued is filled with [`PacketKind::Padding`] packets, paced
 //! at the probe rate like media.
+//!
+//! The queue in front of the pacer is bounded the way libwebrtc bounds it
+//! (docs/algorithms/pacer.md): the pacer drains it within a queue-time limit
+//! ([`SenderConfig::queue_time_limit`]), and a frame produced while the queue
+//! holds more than [`SenderConfig::frame_drop_queue_time`] at the pacing rate
+//! is dropped before it is queued, as libwebrtc's encoder pauses while the
+//! pacer queue is full. A dropped frame is skipped the way an encoder skips a
+//! capture: the frames sent keep consecutive frame ids (the next frame
+//! references the last one sent), so the receiver's decoding chain holds.
 
 use std::collections::VecDeque;
 
 use crate::cc::{CcConfig, CongestionController, Controller};
 use crate::feedback::{Nack, WireFeedback};
 use crate::media::encoder::EncoderModel;
-use crate::media::frame::FrameInfo;
+use crate::media::frame::{FrameInfo, FrameType};
 use crate::media::packetizer::{MediaPacket, Packetizer};
 use crate::pacer::Pacer;
+/// Default of [`SenderConfig::queue_time_limit`] (re-exported from [`crate::pacer`]).
+pub use crate::pacer::DEFAULT_QUEUE_TIME_LIMIT;
 use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 use crate::recovery::{LossRecovery, MediaSeqNo, Recovery, RecoveryConfig, RecoveryStats};
 use crate::time::{Duration, Instant};
@@ -46,6 +57,14 @@ pub const RTX_OVERHEAD: Bytes = Bytes::new(2);
 /// libwebrtc's rate statistics use a 1 s window, `kBitrateStatisticsWindowMs`).
 const RECOVERY_RATE_WINDOW: Duration = Duration::from_secs(1);
 
+/// Default of [`SenderConfig::frame_drop_queue_time`]: libwebrtc's
+/// `PacedSender::kMaxQueueLengthMs` = 2000 ms, above which the pacer's
+/// expected queue time (queued bytes / pacing rate) makes `IsSendQueueFull()`
+/// true and the encoder target 0, so the encoder drops the frames it is given
+/// (modules/congestion_controller send-side controller `IsSendQueueFull`,
+/// video/video_stream_encoder.cc `EncoderPaused`).
+pub const DEFAULT_FRAME_DROP_QUEUE_TIME: Duration = Duration::from_secs(2);
+
 /// Sender settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -58,6 +77,19 @@ pub struct SenderConfig {
     /// Loss recovery (default none). The receiver must run the same scheme
     /// ([`crate::session::receiver::ReceiverConfig::recovery`]).
     pub recovery: RecoveryConfig,
+    /// Pacer queue-time limit: while media is queued, the pacer sends at
+    /// least at `queued bytes / (limit − average queue time)` (libwebrtc's
+    /// `drain_large_queues`, [`crate::pacer`] module doc). `None` = off.
+    /// libwebrtc's default, and ours: [`DEFAULT_QUEUE_TIME_LIMIT`] (2 s).
+    pub queue_time_limit: Option<Duration>,
+    /// Frame dropping at the sender: a frame produced while the queue holds
+    /// more than `pacing rate × this` bytes is dropped, not queued (libwebrtc's
+    /// encoder pause on a full pacer queue). `None` = off. Default
+    /// [`DEFAULT_FRAME_DROP_QUEUE_TIME`] (2 s). Only for encoder models, which
+    /// can skip a capture: the frames sent are renumbered so that their ids
+    /// stay consecutive, which a real encoded bitstream (whose payload is
+    /// looked up by the encoder's frame id) does not allow.
+    pub frame_drop_queue_time: Option<Duration>,
 }
 
 /// The sender's reaction to a receiver that stopped sending feedback, in the
@@ -142,6 +174,9 @@ pub struct SenderStats {
     pub padding_packets_sent: u64,
     /// Bytes of padding sent (included in `bytes_sent`).
     pub padding_bytes_sent: u64,
+    /// Frames dropped at the sender because the queue was too long
+    /// ([`SenderConfig::frame_drop_queue_time`]); not in `frames_encoded`.
+    pub frames_dropped_at_sender: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -169,6 +204,15 @@ pub struct SenderSession<E> {
     packetizer: Packetizer,
     queue: VecDeque<MediaPacket>,
     queued_bytes: Bytes,
+    /// Enqueue instant of each packet in `queue` (same order), for the
+    /// average queue time of the queue-time limit.
+    enqueued_at: VecDeque<Instant>,
+    /// Σ enqueue instants (ns) of the packets in `queue`.
+    enqueued_sum_ns: u128,
+    frame_drop_queue_time: Option<Duration>,
+    /// Frames dropped so far: subtracted from the encoder's frame ids so
+    /// the frames sent keep consecutive ids (module doc).
+    frame_id_offset: u64,
     next_seq: SeqNo,
     history: VecDeque<HistoryEntry>,
     history_base: SeqNo,
@@ -195,7 +239,8 @@ impl<E: EncoderModel> SenderSession<E> {
     /// A session starting at `now`.
     pub fn new(now: Instant, config: SenderConfig, mut encoder: E) -> Self {
         let cc = config.cc.build(now);
-        let pacer = Pacer::new(now, cc.send_budget());
+        let mut pacer = Pacer::new(now, cc.send_budget());
+        pacer.set_queue_time_limit(now, config.queue_time_limit);
         encoder.set_target(now, payload_share(&config.packetizer, cc.target_bitrate()));
         SenderSession {
             pacer,
@@ -210,6 +255,10 @@ impl<E: EncoderModel> SenderSession<E> {
             packetizer: config.packetizer,
             queue: VecDeque::with_capacity(256),
             queued_bytes: Bytes::ZERO,
+            enqueued_at: VecDeque::with_capacity(256),
+            enqueued_sum_ns: 0,
+            frame_drop_queue_time: config.frame_drop_queue_time,
+            frame_id_offset: 0,
             next_seq: 0,
             history: VecDeque::with_capacity(4096),
             history_base: 0,
@@ -320,6 +369,28 @@ impl<E: EncoderModel> SenderSession<E> {
         (target - rate).max(target.mul_f64(0.5))
     }
 
+    /// Tells the pacer the queue's size and average wait (queue-time limit).
+    fn report_queue(&mut self, now: Instant) {
+        // Mean enqueue instant = Σ / n (≤ now, so it fits in u64); an empty
+        // queue waits nothing.
+        let average = self
+            .enqueued_sum_ns
+            .checked_div(self.enqueued_at.len() as u128)
+            .map_or(Duration::ZERO, |mean| {
+                Duration::from_nanos(now.as_nanos().saturating_sub(mean as u64))
+            });
+        self.pacer.on_queue(now, self.queued_bytes, average);
+    }
+
+    /// The queue holds more than the pacing rate sends in
+    /// `frame_drop_queue_time`: a new frame is dropped. libwebrtc's
+    /// `IsSendQueueFull()`: expected queue time (queue size / pacing rate,
+    /// the controller's rate, not the drain rate) > `kMaxQueueLengthMs`.
+    fn queue_full(&self) -> bool {
+        self.frame_drop_queue_time
+            .is_some_and(|limit| self.queued_bytes > self.pacer.rate() * limit)
+    }
+
     /// The instant of the next back-off step, while the receiver is silent.
     fn next_backoff(&self) -> Option<Instant> {
         let ft = self.feedback_timeout?;
@@ -348,19 +419,37 @@ impl<E: EncoderModel> SenderSession<E> {
             let Some(frame) = self.encoder.produce(now) else {
                 break;
             };
+            if self.queue_full() {
+                // Skipped as libwebrtc's paused encoder skips it: never
+                // queued, not shown to the controller (it never reached the
+                // transport), and the ids of later frames close the gap.
+                self.stats.frames_dropped_at_sender += 1;
+                self.frame_id_offset += 1;
+                if frame.frame_type == FrameType::Key {
+                    // The key frame asked for (by a PLI or the GOP) was not
+                    // sent: the next frame must be one.
+                    self.encoder.request_key_frame();
+                }
+                continue;
+            }
             self.stats.frames_encoded += 1;
+            let frame_id = frame.frame_id - self.frame_id_offset;
             let queue = &mut self.queue;
+            let enqueued_at = &mut self.enqueued_at;
             let mut added = Bytes::ZERO;
+            let mut n_added: u128 = 0;
             let push = |p: MediaPacket| {
                 added += p.wire_size;
+                n_added += 1;
                 queue.push_back(p);
+                enqueued_at.push_back(now);
             };
             // An encoder with its own packetisation (RFC 6184 NAL units) gives
             // the packets' sizes; otherwise the packetizer cuts the frame.
             let n = match self.encoder.packet_payloads(frame.frame_id) {
                 Some(sizes) => {
                     self.packetizer.packetize_sizes(
-                        frame.frame_id,
+                        frame_id,
                         frame.frame_type,
                         frame.capture_time,
                         sizes,
@@ -370,7 +459,7 @@ impl<E: EncoderModel> SenderSession<E> {
                 }
                 None => {
                     self.packetizer.packetize(
-                        frame.frame_id,
+                        frame_id,
                         frame.frame_type,
                         frame.capture_time,
                         frame.size,
@@ -380,8 +469,9 @@ impl<E: EncoderModel> SenderSession<E> {
                 }
             };
             self.queued_bytes += added;
+            self.enqueued_sum_ns += n_added * u128::from(now.as_nanos());
             let info = FrameInfo {
-                frame_id: frame.frame_id,
+                frame_id,
                 capture_time: frame.capture_time,
                 size: frame.size,
                 frame_type: frame.frame_type,
@@ -422,6 +512,7 @@ impl<E: EncoderModel> SenderSession<E> {
                 return None;
             }
         }
+        self.report_queue(now);
         if !self.pacer.can_send(now) {
             return None;
         }
@@ -439,6 +530,9 @@ impl<E: EncoderModel> SenderSession<E> {
             None => {
                 let head = self.queue.pop_front()?;
                 self.queued_bytes -= head.wire_size;
+                if let Some(t) = self.enqueued_at.pop_front() {
+                    self.enqueued_sum_ns -= u128::from(t.as_nanos());
+                }
                 let m = self.next_media_seq;
                 self.next_media_seq += 1;
                 (m, PacketKind::Media, head)
@@ -702,6 +796,7 @@ impl<E: EncoderModel> SenderSession<E> {
                 .cwnd
                 .is_none_or(|c| self.in_flight < c);
             if window_open {
+                self.report_queue(now);
                 consider(Some(self.pacer.next_send_time(now)));
             }
         }
@@ -761,6 +856,8 @@ mod tests {
             packetizer: Packetizer::default(),
             feedback_timeout: None,
             recovery: RecoveryConfig::None,
+            queue_time_limit: Some(DEFAULT_QUEUE_TIME_LIMIT),
+            frame_drop_queue_time: Some(DEFAULT_FRAME_DROP_QUEUE_TIME),
         }
     }
 
@@ -969,5 +1066,218 @@ mod tests {
         assert_eq!(kinds[3], PacketKind::Retransmission);
         assert!(!s.report.packets[3].sent.first_in_frame);
         assert_eq!(s.bytes_in_flight(), Bytes::ZERO);
+    }
+
+    /// Replays a trace but, like a real encoder, makes the next frame a key
+    /// frame when asked (the trace encoder ignores requests).
+    struct KeyOnRequest {
+        inner: TraceEncoder,
+        key_pending: bool,
+    }
+
+    impl EncoderModel for KeyOnRequest {
+        fn set_target(&mut self, now: Instant, target: Bitrate) {
+            self.inner.set_target(now, target);
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.inner.poll_timeout()
+        }
+        fn produce(&mut self, now: Instant) -> Option<EncodedFrame> {
+            let mut f = self.inner.produce(now)?;
+            if std::mem::take(&mut self.key_pending) {
+                f.frame_type = FrameType::Key;
+            }
+            Some(f)
+        }
+        fn current_target(&self) -> Bitrate {
+            self.inner.current_target()
+        }
+        fn request_key_frame(&mut self) {
+            self.key_pending = true;
+        }
+    }
+
+    /// 30 fps of 5000 B frames (≈ 1.2 Mbps) into a 200 kbps pacer: the
+    /// queue grows by ~1 Mbps. Key frames at ids in `keys`.
+    fn overloaded(keys: &[u64], drop: Option<Duration>) -> SenderSession<KeyOnRequest> {
+        let trace = (0..300)
+            .map(|k| {
+                let t = if keys.contains(&k) {
+                    FrameType::Key
+                } else {
+                    FrameType::Delta
+                };
+                (Bytes::new(5000), t)
+            })
+            .collect();
+        let enc = KeyOnRequest {
+            inner: TraceEncoder::new(Instant::ZERO, 30.0, trace).unwrap(),
+            key_pending: false,
+        };
+        let cfg = SenderConfig {
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::kbps(200),
+                pacing_factor: 1.0,
+            }),
+            queue_time_limit: None,
+            frame_drop_queue_time: drop,
+            ..config()
+        };
+        SenderSession::new(Instant::ZERO, cfg, enc)
+    }
+
+    /// Runs the session for `secs` s (1 ms steps), returning what it sent;
+    /// checks the queue bound after every frame.
+    fn run(
+        s: &mut SenderSession<KeyOnRequest>,
+        secs: u64,
+        max_queue: Option<Bytes>,
+    ) -> Vec<Transmit> {
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        while t < Instant::from_secs(secs) {
+            s.on_timeout(t);
+            if let Some(m) = max_queue {
+                assert!(s.queued_bytes() <= m, "{} queued at {t}", s.queued_bytes());
+            }
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            t += Duration::from_millis(1);
+        }
+        out
+    }
+
+    #[test]
+    fn frames_are_dropped_while_the_queue_holds_more_than_the_limit() {
+        // 200 kbps x 2 s = 50 000 B: a frame is queued only while the queue
+        // holds at most that, so it never exceeds 50 000 B + one frame (plus
+        // its headers).
+        let mut s = overloaded(&[0], Some(DEFAULT_FRAME_DROP_QUEUE_TIME));
+        let bound = Bytes::new(50_000 + 5 * 1248);
+        run(&mut s, 8, Some(bound));
+        let st = *s.stats();
+        // ~240 frames captured in 8 s, ~200 kbps x 8 s / 5000 B ≈ 40 sent
+        // plus the 2 s queue: most frames are dropped.
+        assert!(st.frames_dropped_at_sender > 150, "{st:?}");
+        assert_eq!(
+            st.frames_encoded + st.frames_dropped_at_sender,
+            240,
+            "{st:?}"
+        );
+        // Without the rule the queue grows without bound.
+        let mut s = overloaded(&[0], None);
+        run(&mut s, 8, None);
+        assert_eq!(s.stats().frames_dropped_at_sender, 0);
+        assert!(
+            s.queued_bytes() > Bytes::new(500_000),
+            "{}",
+            s.queued_bytes()
+        );
+    }
+
+    #[test]
+    fn no_frame_is_dropped_while_the_pacer_keeps_up() {
+        // 5000 B at 30 fps through a 2 Mbps pacer: the queue empties between
+        // frames and the rule never fires.
+        let trace = vec![(Bytes::new(5000), FrameType::Delta)];
+        let enc = KeyOnRequest {
+            inner: TraceEncoder::new(Instant::ZERO, 30.0, trace).unwrap(),
+            key_pending: false,
+        };
+        let cfg = SenderConfig {
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::mbps(2),
+                pacing_factor: 1.0,
+            }),
+            frame_drop_queue_time: Some(Duration::from_millis(100)),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        run(&mut s, 4, Some(Bytes::new(5 * 1248)));
+        assert_eq!(s.stats().frames_dropped_at_sender, 0);
+        assert_eq!(s.stats().frames_encoded, 120);
+    }
+
+    #[test]
+    fn dropped_frames_leave_the_receivers_decoding_chain_intact() {
+        use crate::media::player::{PacketMeta, Player, PlayerConfig};
+        let mut s = overloaded(&[0], Some(DEFAULT_FRAME_DROP_QUEUE_TIME));
+        let sent = run(&mut s, 8, None);
+        assert!(s.stats().frames_dropped_at_sender > 0);
+        // Frame ids on the wire are consecutive: dropped frames leave no gap.
+        let mut last = 0;
+        for tx in &sent {
+            assert!(
+                tx.packet.frame_id <= last + 1,
+                "gap before {}",
+                tx.packet.frame_id
+            );
+            last = last.max(tx.packet.frame_id);
+        }
+        // A lossless path: the player decodes every frame it completes,
+        // misses none and so never needs a key frame after the first.
+        let mut player = Player::new(PlayerConfig::default());
+        for tx in &sent {
+            let p = tx.packet;
+            player.on_packet(
+                tx.send_time,
+                &PacketMeta {
+                    frame_id: p.frame_id,
+                    frame_type: p.frame_type,
+                    capture_time: p.capture_time,
+                    index: p.index,
+                    last_in_frame: p.last_in_frame,
+                    payload: p.payload,
+                },
+            );
+        }
+        player.finish(Instant::from_secs(8));
+        let ps = player.stats();
+        assert_eq!((ps.frames_dropped, ps.frames_missing), (0, 0), "{ps:?}");
+        assert!(ps.frames_displayed + 1 >= last, "{ps:?}, last id {last}");
+    }
+
+    #[test]
+    fn a_dropped_key_frame_makes_the_next_frame_sent_a_key_frame() {
+        // Frame 90 (t = 3 s) is a key frame; by then the queue is full.
+        let mut s = overloaded(&[0, 90], Some(DEFAULT_FRAME_DROP_QUEUE_TIME));
+        let sent = run(&mut s, 8, None);
+        let keys: Vec<u64> = sent
+            .iter()
+            .filter(|tx| tx.packet.index == 0 && tx.packet.frame_type == FrameType::Key)
+            .map(|tx| tx.packet.frame_id)
+            .collect();
+        // Frame 0 and one more: the key frame carried over to a later capture.
+        assert_eq!(keys.len(), 2, "{keys:?}");
+        let key = sent
+            .iter()
+            .find(|tx| tx.packet.frame_id == keys[1])
+            .unwrap();
+        assert!(
+            key.packet.capture_time > Instant::from_secs(3),
+            "{}",
+            key.packet.capture_time
+        );
+    }
+
+    #[test]
+    fn the_pacer_drains_the_session_queue_within_the_queue_time_limit() {
+        // 1.2 Mbps of frames into a 200 kbps controller, no frame dropping:
+        // with the limit, no packet waits much beyond 2 s (the pacer speeds
+        // up); without it, the wait grows with the run (~5 s after 8 s).
+        let wait = |limit: Option<Duration>| {
+            let mut s = overloaded(&[0], None);
+            s.pacer.set_queue_time_limit(Instant::ZERO, limit);
+            let sent = run(&mut s, 8, None);
+            sent.iter()
+                .map(|tx| tx.send_time - tx.packet.capture_time)
+                .max()
+                .unwrap()
+        };
+        let with = wait(Some(DEFAULT_QUEUE_TIME_LIMIT));
+        assert!(with <= Duration::from_millis(2100), "{with}");
+        let without = wait(None);
+        assert!(without > Duration::from_secs(5), "{without}");
     }
 }

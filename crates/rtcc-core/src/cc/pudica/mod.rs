@@ -44,7 +44,6 @@ use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
-
 /// Spacing of decreases before any RTT sample exists (our choice: 100 ms).
 const DEFAULT_DECREASE_SPACING: Duration = Duration::from_millis(100);
 

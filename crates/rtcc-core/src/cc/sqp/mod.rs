@@ -44,7 +44,6 @@ use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
-
 /// Configuration of [`Sqp`]. Values the SQP abstract does not give are ours
 /// (see `docs/algorithms/sqp.md`, "Parameters").
 #[derive(Debug, Clone, PartialEq)]
