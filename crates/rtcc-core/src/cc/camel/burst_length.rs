@@ -111,31 +111,18 @@ impl BurstLengthController {
         self.current.clear();
     }
 
-    /// p_phys (I16): the smallest loss rate of any slice with enough packets,
-    /// over the current and the past periods.
+    /// p_phys (I16, revised): the loss rate of the smallest interval, slice 0
+    /// (the front of every burst, which never overflows first and holds the
+    /// most packets), pooled over the current and the past periods.
     fn physical_loss(&self) -> Option<f64> {
-        let n = self
-            .past
-            .iter()
-            .chain(std::iter::once(&self.current))
-            .map(Vec::len)
-            .max()
-            .unwrap_or(0);
-        let mut best: Option<f64> = None;
-        for j in 0..n {
-            let (mut lost, mut total) = (0, 0);
-            for p in self.past.iter().chain(std::iter::once(&self.current)) {
-                if let Some(&(l, t)) = p.get(j) {
-                    lost += l;
-                    total += t;
-                }
-            }
-            if total >= self.cfg.slice_min_packets {
-                let p = lost as f64 / total as f64;
-                best = Some(best.map_or(p, |b: f64| b.min(p)));
+        let (mut lost, mut total) = (0, 0);
+        for p in self.past.iter().chain(std::iter::once(&self.current)) {
+            if let Some(&(l, t)) = p.first() {
+                lost += l;
+                total += t;
             }
         }
-        best
+        (total >= self.cfg.slice_min_packets).then(|| lost as f64 / total as f64)
     }
 
     /// Eq. 7 (rebuilt) at `now` if a period boundary was reached; `None` otherwise.
@@ -147,32 +134,56 @@ impl BurstLengthController {
             self.next_update += self.cfg.update_interval;
         }
         let slice = self.cfg.slice.get().max(1);
-        // I17: the slice just inside L, [L − 2 KB, L).
-        let j = (self.burst_length.get().saturating_sub(1) / slice) as usize;
-        let cur = self.current.get(j).copied().unwrap_or((0, 0));
+        let top = (self.burst_length.get().saturating_sub(1) / slice) as usize;
+        // I17 (revised): "the current interval" is the slice just inside L,
+        // [L − 2 KB, L), extended down slice by slice until it holds
+        // `slice_min_packets` reports: frames that never reach L still show
+        // whether the bytes near the top of their bursts overflow.
+        let (mut lost, mut total) = (0u64, 0u64);
+        for j in (0..=top).rev() {
+            let (l, t) = self.current.get(j).copied().unwrap_or((0, 0));
+            lost += l;
+            total += t;
+            if total >= self.cfg.slice_min_packets {
+                break;
+            }
+        }
+        // I19 (revised): every media packet of the period, for the fall-back test.
+        let (all_lost, all_total) = self
+            .current
+            .iter()
+            .fold((0u64, 0u64), |(a, b), &(l, t)| (a + l, b + t));
         self.p_phys = self.physical_loss();
-        let result = if cur.1 < self.cfg.slice_min_packets {
+        let result = if total < self.cfg.slice_min_packets {
             self.p_cur = None;
             BurstUpdate::Hold
         } else {
-            let p_cur = cur.0 as f64 / cur.1 as f64;
+            let p_cur = lost as f64 / total as f64;
             self.p_cur = Some(p_cur);
             let p_phys = self.p_phys.unwrap_or(p_cur);
+            let p_all = all_lost as f64 / all_total as f64;
+            let over = |p: f64| p > p_phys + self.cfg.loss_margin;
             // §4.3: "If the loss rate of the current interval surpasses 10 % above
-            // p_min, L is decremented. Otherwise, L is incremented."
-            if p_cur > p_phys + self.cfg.loss_margin {
-                if self.burst_length <= self.cfg.min {
-                    BurstUpdate::Fallback
-                } else {
-                    self.burst_length = self
-                        .burst_length
-                        .saturating_sub(self.cfg.step)
-                        .max(self.cfg.min);
-                    BurstUpdate::Shrink
-                }
-            } else {
+            // p_min, L is decremented. Otherwise, L is incremented. If L has
+            // already reached its minimum value and the loss rate is still above
+            // p_min, the algorithm falls back to a GCC-based approach." At the
+            // minimum the burst is no longer what loses packets, so "the loss
+            // rate" there is the period's loss over all slices (I19).
+            if self.burst_length <= self.cfg.min && (over(p_cur) || over(p_all)) {
+                BurstUpdate::Fallback
+            } else if over(p_cur) {
+                self.burst_length = self
+                    .burst_length
+                    .saturating_sub(self.cfg.step)
+                    .max(self.cfg.min);
+                BurstUpdate::Shrink
+            } else if self.current.get(top).is_some_and(|&(_, t)| t > 0) {
                 self.burst_length = (self.burst_length + self.cfg.step).min(self.cfg.max);
                 BurstUpdate::Grow
+            } else {
+                // I18: no burst reached L in this period, so nothing shows that a
+                // longer one would be safe.
+                BurstUpdate::Hold
             }
         };
         self.past.push_back(std::mem::take(&mut self.current));
@@ -248,37 +259,64 @@ mod tests {
     }
 
     #[test]
-    fn physical_loss_is_smallest_slice_loss_over_30s() {
+    fn physical_loss_is_slice_zero_over_30s() {
         let mut b = BurstLengthController::new(Instant::ZERO, cfg());
-        // Period 1: slice 5 has 2 % loss (lowest). Slices 0..3: 10 %.
-        period(&mut b, 4, 100, |_| 0.10);
-        for k in 0..100 {
-            b.on_outcome(5, k < 2);
-        }
+        // Period 1: slice 0 loses 2 %, slices 1..3 10 %.
+        period(&mut b, 4, 100, |j| if j == 0 { 0.02 } else { 0.10 });
         b.on_timeout(Instant::from_secs(5));
         assert_eq!(b.p_phys(), Some(0.02));
-        // Five more periods at 10 % keep slice 5's pooled rate lowest (30 s of history).
+        // Five more periods with slice 0 at 8 % pool with the first (30 s).
         for k in 2..=6 {
-            period(&mut b, 4, 100, |_| 0.10);
+            period(&mut b, 4, 100, |j| if j == 0 { 0.08 } else { 0.10 });
             b.on_timeout(Instant::from_secs(5 * k));
         }
-        assert_eq!(b.p_phys(), Some(0.02));
+        assert!((b.p_phys().unwrap() - 0.07).abs() < 1e-12);
         // The 7th period pushes period 1 out of the pool.
-        period(&mut b, 4, 100, |_| 0.10);
+        period(&mut b, 4, 100, |j| if j == 0 { 0.08 } else { 0.10 });
         b.on_timeout(Instant::from_secs(35));
-        assert!((b.p_phys().unwrap() - 0.10).abs() < 1e-12);
+        assert!((b.p_phys().unwrap() - 0.08).abs() < 1e-12);
     }
 
     #[test]
     fn no_evidence_holds_burst_length() {
         let mut b = BurstLengthController::new(Instant::ZERO, cfg());
-        period(&mut b, 3, 100, |_| 0.0);
-        period(&mut b, 4, 0, |_| 0.0);
+        // 29 reports inside L = 8 KB in the whole period: no evidence.
         for k in 0..29 {
-            b.on_outcome(3, k < 20);
+            b.on_outcome(k % 4, false);
         }
         assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Hold));
         assert_eq!(b.burst_length(), Bytes::new(8192));
+    }
+
+    #[test]
+    fn frames_shorter_than_l_judge_the_deepest_slices_they_fill() {
+        // L = 8 KB, frames of about 4 KB: slices 2 and 3 stay empty; the
+        // current interval extends down to slice 1, which overflows.
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        period(&mut b, 2, 100, |j| if j == 1 { 0.5 } else { 0.0 });
+        assert_eq!(
+            b.on_timeout(Instant::from_secs(5)),
+            Some(BurstUpdate::Shrink)
+        );
+        assert_eq!(b.p_cur(), Some(0.5));
+        assert_eq!(b.burst_length(), Bytes::new(6144));
+    }
+
+    #[test]
+    fn clean_short_frames_do_not_grow_l() {
+        // No burst reached [L − 2 KB, L): a longer L is untested, so held.
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        period(&mut b, 2, 100, |_| 0.0);
+        assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Hold));
+        assert_eq!(b.burst_length(), Bytes::new(8192));
+        // One key frame reaching L is enough to grow.
+        period(&mut b, 2, 100, |_| 0.0);
+        period(&mut b, 4, 1, |_| 0.0);
+        assert_eq!(
+            b.on_timeout(Instant::from_secs(10)),
+            Some(BurstUpdate::Grow)
+        );
+        assert_eq!(b.burst_length(), Bytes::new(10240));
     }
 
     #[test]
@@ -292,19 +330,41 @@ mod tests {
         assert_eq!(b.next_update(), Instant::from_secs(11));
     }
 
-    #[test]
-    fn fallback_at_minimum_when_still_lossy() {
+    fn at_minimum() -> BurstLengthController {
         let c = BurstConfig {
             initial: Bytes::new(2048),
             ..cfg()
         };
-        let mut b = BurstLengthController::new(Instant::ZERO, c);
-        // Slice 0 loses 30 %, a paced tail slice loses nothing.
-        period(&mut b, 3, 100, |j| if j == 0 { 0.3 } else { 0.0 });
+        BurstLengthController::new(Instant::ZERO, c)
+    }
+
+    #[test]
+    fn fallback_at_minimum_when_the_paced_rest_still_loses() {
+        // 2 KB buffer: the burst (slice 0) gets through, the paced rest of the
+        // frame overflows. p_cur = p_phys, but the period's loss is far above.
+        let mut b = at_minimum();
+        period(&mut b, 4, 100, |j| if j == 0 { 0.02 } else { 0.4 });
         assert_eq!(
             b.on_timeout(Instant::from_secs(5)),
             Some(BurstUpdate::Fallback)
         );
         assert_eq!(b.burst_length(), Bytes::new(2048));
+    }
+
+    #[test]
+    fn random_loss_at_minimum_does_not_fall_back() {
+        // Deep buffer, 40 % physical loss on every slice: not a shallow buffer.
+        let mut b = at_minimum();
+        period(&mut b, 4, 100, |_| 0.4);
+        assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Grow));
+        // A lossy first slice alone (p_cur above p_phys) still falls back.
+        let mut b = at_minimum();
+        for _ in 0..5 {
+            period(&mut b, 1, 100, |_| 0.0);
+            b.on_timeout(b.next_update());
+            b.restart(b.next_update(), Bytes::new(2048));
+        }
+        period(&mut b, 1, 100, |_| 0.3);
+        assert_eq!(b.on_timeout(b.next_update()), Some(BurstUpdate::Fallback));
     }
 }

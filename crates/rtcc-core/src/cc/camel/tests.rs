@@ -121,15 +121,16 @@ fn pacer_emits_head_of_l_then_paces() {
     assert!(times[5] - times[4] >= Duration::from_micros(6400 * 4));
 }
 
-/// Camel at L = L_min after a first 5 s period in which slice 0 lost 30 %
-/// and slice 1 nothing (so p_cur − p_phys = 0.3 > 0.1): eq. 7 wants to shrink
-/// below the minimum. Returns the controller and its target before.
+/// Camel at L = L_min after a first 5 s period in which slice 0 (the burst)
+/// lost nothing and slice 1 (the paced rest) half its packets: the period's
+/// loss, 1/6, is more than 0.1 above p_phys = 0, so at the minimum L Camel
+/// falls back (§4.3, I19). Returns the controller and its target before.
 fn after_lossy_first_period(cfg: CamelConfig) -> (Camel, Bitrate) {
     let mut c = Camel::new(Instant::ZERO, cfg);
     let mut seq = 0;
     send_frame(&mut c, 0, &mut seq, 0, 5);
     let camel_target = c.target_bitrate();
-    // 40 packets of slice 0 (first in their frames), 30 % lost; 40 of slice 1, none lost.
+    // 80 packets of slice 0 (two per frame), none lost; 40 of slice 1, half lost.
     let mut pk = Vec::new();
     for f in 0..40u64 {
         for i in 0..3u64 {
@@ -145,7 +146,7 @@ fn after_lossy_first_period(cfg: CamelConfig) -> (Camel, Bitrate) {
             };
             seq += 1;
             c.on_packet_sent(p.send_time, &p);
-            let lost = i == 0 && f % 10 < 3;
+            let lost = i == 2 && f % 2 == 0;
             pk.push(PacketResult {
                 sent: p,
                 arrival: (!lost).then(|| ms(230 + 10 * f)),
