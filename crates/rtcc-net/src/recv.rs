@@ -846,7 +846,13 @@ mod tests {
         );
         let flow = &summary["flows"][0];
         assert_eq!(flow["recovery"]["retransmissions_sent"], 0, "{flow}");
-        assert_eq!((flow["packets_lost"].as_u64(), flow["packets_received"].as_u64()), (Some(0), Some(7)));
+        assert_eq!(
+            (
+                flow["packets_lost"].as_u64(),
+                flow["packets_received"].as_u64()
+            ),
+            (Some(0), Some(7))
+        );
         // Padding of another RTX SSRC is a stranger; padding without the
         // transport-wide number is missing its extension; a duplicate counts.
         rx.feed_padding(7, 11, 3, |d| d[8..12].copy_from_slice(&[1, 2, 3, 4]));

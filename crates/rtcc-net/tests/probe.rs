@@ -92,7 +92,11 @@ fn gcc_probes_with_padding_and_reaches_the_link_rate_within_a_second() {
     println!("real target kbps over the first 3 s: {}", first3.join(" "));
     println!(
         "padding: sender {} datagrams ({} B charged), receiver {}; tx {:?}; rx {:?}",
-        tx.stats.padding_sent, tx.session.padding_bytes_sent, rx.stats.padding_packets, tx.stats, rx.stats
+        tx.stats.padding_sent,
+        tx.session.padding_bytes_sent,
+        rx.stats.padding_packets,
+        tx.stats,
+        rx.stats
     );
     if std::env::var_os("RTCC_TEST_OUT").is_none() {
         let _ = std::fs::remove_dir_all(&out);

@@ -864,7 +864,9 @@ pub(crate) mod tests {
         let cfg = WireConfig::default();
         let mut buf = Vec::new();
         // From below the minimum to a full MTU packet (1200 B + 68 B overhead).
-        for wire in [0u64, 28, 49, 50, 100, 228, 303, 304, 305, 306, 307, 308, 450, 1268] {
+        for wire in [
+            0u64, 28, 49, 50, 100, 228, 303, 304, 305, 306, 307, 308, 450, 1268,
+        ] {
             let n = encode_padding(&cfg, &padding_transmit(5, wire), 1, &mut buf).unwrap();
             let expect = (wire as usize).saturating_sub(28).max(MIN_PADDING_DATAGRAM);
             assert_eq!(n, expect, "wire {wire}");
