@@ -12,6 +12,12 @@
 //! are due, and RFC 4588 retransmissions (the RTX payload type) reach the
 //! session with their original sequence number.
 //!
+//! Probe padding (padding-only RTP packets on the retransmission stream,
+//! [`wire::encode_padding`]) is recorded with its transport-wide sequence
+//! number (`ReceiverSession::on_padding`), so the congestion feedback reports
+//! it like media; it never reaches the media path, the reception statistics of
+//! the media stream or the NACK requester.
+//!
 //! The receiver locks onto the first media stream (SSRC) it hears, and onto
 //! the first retransmission stream after it, and answers the address it last
 //! heard the media from; other streams, RTCP and anything that does not parse
@@ -93,17 +99,21 @@ pub struct RecvStats {
     pub receiver_reports: u64,
     /// Media of another SSRC than the one locked onto, retransmissions of
     /// another SSRC than the retransmission stream locked onto, and
-    /// retransmissions before any media (dropped).
+    /// retransmissions or padding before any media (dropped).
     pub foreign_ssrc: u64,
     /// RFC 4588 retransmissions handed to the session (in `media_packets` too).
     pub rtx_packets: u64,
+    /// Padding-only packets (probe padding, RFC 3550 §5.1) recorded for the
+    /// congestion feedback (not in `media_packets`).
+    pub padding_packets: u64,
     /// Generic NACKs sent (RFC 4585 §6.2.1; one per request of the session,
     /// in as many RTCP packets as its numbers need).
     pub nacks_sent: u64,
     /// Media without the transport-wide sequence number, frame-info or
-    /// capture-time extension (dropped: the session needs them).
+    /// capture-time extension, and padding without the transport-wide
+    /// sequence number (dropped: the session needs them).
     pub missing_extension: u64,
-    /// Duplicate media packets (same transport sequence number).
+    /// Duplicate media or padding packets (same transport sequence number).
     pub duplicates: u64,
     /// Packets that arrived with a lower sequence number than an earlier one.
     pub reordered: u64,
@@ -158,6 +168,8 @@ struct Stream {
     rtx_seqs: SeqUnwrapper,
     /// First RTX sequence number heard (unwrapped).
     rtx_first: Option<u64>,
+    /// Padding packets heard on the RTX stream (they take RTX sequence numbers).
+    rtx_padding: u64,
 }
 
 /// Runs a receiver (see [`run_blocking`]).
@@ -344,8 +356,10 @@ fn on_datagram(
         return false;
     };
     let rtx = rtp.original_seq.is_some();
-    if rtx && stream.is_none() {
-        // A retransmission cannot start a stream: it names no media SSRC.
+    // Padding on the RTX payload type travels on the retransmission stream.
+    let on_rtx = rtx || (rtp.padding_only && rtp.payload_type == cfg.rtx_payload_type);
+    if (rtx || rtp.padding_only) && stream.is_none() {
+        // A retransmission or padding cannot start a stream: it names no media SSRC.
         stats.foreign_ssrc += 1;
         return false;
     }
@@ -363,10 +377,11 @@ fn on_datagram(
         rtx_ssrc: None,
         rtx_seqs: SeqUnwrapper::new(),
         rtx_first: None,
+        rtx_padding: 0,
     });
     // The RTX stream is locked onto by its first packet that passes every
     // check below (in WebRTC the SDP's ssrc-group:FID names it).
-    let expected_ssrc = if rtx {
+    let expected_ssrc = if on_rtx {
         s.rtx_ssrc.unwrap_or(rtp.ssrc)
     } else {
         s.ssrc
@@ -379,6 +394,10 @@ fn on_datagram(
         stats.missing_extension += 1;
         return false;
     };
+    if rtp.padding_only {
+        on_padding(datagram, now, tseq, on_rtx, &rtp, s, session, stats);
+        return false;
+    }
     if let (Some(h), Some(f), Some(info)) = (s.seqs.highest(), s.frames.highest(), rtp.frame_info) {
         let seq = wire::unwrap_near(h, u64::from(tseq), 16);
         let frame = wire::unwrap_near(f, u64::from(info.frame_id), 32);
@@ -425,6 +444,51 @@ fn on_datagram(
     true
 }
 
+/// A padding-only packet of the followed stream with transport-wide sequence
+/// number `tseq`: the same sequence checks as media, then recorded for the
+/// feedback only (`ReceiverSession::on_padding`). Padding on the media SSRC
+/// (a libwebrtc sender without RTX; ours never sends it) counts in the media
+/// stream's reception statistics, as it takes a media RTP sequence number.
+#[allow(clippy::too_many_arguments)]
+fn on_padding(
+    datagram: &[u8],
+    now: Instant,
+    tseq: u16,
+    on_rtx: bool,
+    rtp: &wire::RtpMedia<'_>,
+    s: &mut Stream,
+    session: &mut ReceiverSession,
+    stats: &mut RecvStats,
+) {
+    if let Some(h) = s.seqs.highest() {
+        let seq = wire::unwrap_near(h, u64::from(tseq), 16);
+        if seq > h.saturating_add(MAX_DROPOUT) && s.probation != Some(seq) {
+            s.probation = Some(seq.saturating_add(1));
+            stats.sequence_jumps += 1;
+            return;
+        }
+    }
+    s.probation = None;
+    let seq = s.seqs.unwrap(u64::from(tseq));
+    match s.highest_seq {
+        Some(h) if seq == h => stats.duplicates += 1,
+        Some(h) if seq < h => stats.reordered += 1,
+        _ => s.highest_seq = Some(seq),
+    }
+    s.last_heard = now;
+    stats.padding_packets += 1;
+    if on_rtx {
+        s.rtx_ssrc = Some(rtp.ssrc);
+        let r = s.rtx_seqs.unwrap(u64::from(rtp.sequence));
+        s.rtx_first = Some(s.rtx_first.map_or(r, |f| f.min(r)));
+        s.rtx_padding += 1;
+    } else {
+        let m = s.media_seqs.unwrap(u64::from(rtp.sequence));
+        s.reception.on_packet(now, m, rtp.timestamp);
+    }
+    session.on_padding(now, seq, Bytes::new(datagram.len() as u64 + IP_UDP_HEADERS));
+}
+
 /// `summary.json` of a real run: the simulator's per-flow fields for a media
 /// flow, plus the transport counters. Link metrics do not exist here.
 fn summary_json(
@@ -445,7 +509,9 @@ fn summary_json(
     // Sequence numbers before the first one heard do not count (a restarted receiver).
     let first = stream.map_or(0, |st| st.first_seq);
     let expected = expected.saturating_sub(first);
-    let unique = stats.media_packets - stats.duplicates;
+    // Transport-wide sequence numbers: padding takes them too (as the
+    // simulator counts a flow's padding in its packets and losses).
+    let unique = (stats.media_packets + stats.padding_packets).saturating_sub(stats.duplicates);
     let lost = expected.saturating_sub(unique);
     let loss = if expected == 0 {
         0.0
@@ -476,9 +542,14 @@ fn summary_json(
     if recovery_on {
         let ns = session.nack_stats();
         // RTX sequence numbers count the retransmissions sent (RFC 4588 §4:
-        // the RTX stream numbers its packets itself), up to the last one heard.
+        // the RTX stream numbers its packets itself), up to the last one
+        // heard, less the probe padding heard on that stream (a lost padding
+        // packet still counts as a retransmission sent).
         let rtx_sent = stream
-            .and_then(|st| Some(st.rtx_seqs.highest()? + 1 - st.rtx_first?))
+            .and_then(|st| {
+                let span = st.rtx_seqs.highest()? + 1 - st.rtx_first?;
+                Some(span.saturating_sub(st.rtx_padding))
+            })
             .unwrap_or(0);
         // The simulator's names (rtcc_sim::output); `retransmissions_expired`
         // is the sender's to know (send_summary.json).
@@ -675,6 +746,149 @@ mod tests {
         assert_eq!(s.rtx_first, Some(3));
         // Media reception statistics see the media stream only.
         assert_eq!(s.media_seqs.highest(), Some(2));
+    }
+
+    impl Rx {
+        /// Feeds a padding-only packet of `wire_size` bytes with transport
+        /// sequence `seq` and RTX sequence `rtx_seq`, at `ms`; `patch` may
+        /// rewrite the datagram first.
+        fn feed_padding(&mut self, seq: u64, rtx_seq: u16, ms: u64, patch: impl Fn(&mut Vec<u8>)) {
+            let tx = Transmit {
+                seq,
+                media_seq: 999,
+                kind: rtcc_core::PacketKind::Padding,
+                packet: MediaPacket {
+                    frame_id: u64::MAX,
+                    frame_type: FrameType::Delta,
+                    capture_time: Instant::from_millis(ms),
+                    index: 0,
+                    count: 0,
+                    last_in_frame: false,
+                    payload: Bytes::ZERO,
+                    wire_size: Bytes::new(450),
+                },
+                send_time: Instant::from_millis(ms),
+            };
+            let mut d = Vec::new();
+            wire::encode_padding(&self.cfg, &tx, rtx_seq, &mut d).unwrap();
+            patch(&mut d);
+            let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+            let media = on_datagram(
+                &d,
+                from,
+                Instant::from_millis(ms + 1),
+                &self.cfg,
+                &self.clock,
+                &mut self.stream,
+                &mut self.session,
+                &mut self.stats,
+            );
+            assert!(!media, "padding is never media");
+        }
+    }
+
+    #[test]
+    fn padding_is_reported_in_feedback_but_never_media_loss_or_nacked() {
+        let mut rx = Rx::new();
+        rx.session = ReceiverSession::new(
+            Instant::ZERO,
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: Default::default(),
+                recovery: rtcc_core::recovery::RecoveryConfig::default_for("nack").unwrap(),
+            },
+        );
+        // Padding before any media names no stream: dropped.
+        rx.feed_padding(0, 0, 0, |_| {});
+        assert_eq!((rx.stats.foreign_ssrc, rx.stats.padding_packets), (1, 0));
+        // Media 0, 1 (transport 0, 1), padding (transport 2..5, RTX seq 7..10),
+        // media 2 (transport 6): the media numbers have no gap.
+        assert!(rx.feed_as(0, 0, 0, None));
+        assert!(rx.feed_as(1, 1, 1, None));
+        for k in 0..4 {
+            rx.feed_padding(2 + k, 7 + k as u16, 2, |_| {});
+        }
+        assert!(rx.feed_as(6, 2, 3, None));
+        assert_eq!(rx.stats.padding_packets, 4);
+        assert_eq!(rx.stats.media_packets, 3);
+        let st = *rx.session.stats();
+        assert_eq!(st.packets_received, 3, "padding is not media: {st:?}");
+        assert_eq!(st.seq_end, 7);
+        assert_eq!(st.bytes_received, 3 * (148 + 20) + 4 * 450, "{st:?}");
+        // The feedback reports all seven transport numbers as received.
+        let mut fb = WireFeedback::default();
+        let now = Instant::from_millis(200);
+        rx.session.on_timeout(now);
+        assert!(rx.session.poll_feedback(now, &mut fb));
+        let got: Vec<_> = fb.packets.iter().map(|(s, a)| (*s, a.is_some())).collect();
+        assert_eq!(got, (0..7).map(|s| (s, true)).collect::<Vec<_>>());
+        // No NACK, now or later: padding opened no gap in the media numbers.
+        let mut nack = Nack::default();
+        for ms in (200..2_000).step_by(10) {
+            let now = Instant::from_millis(ms);
+            rx.session.on_timeout(now);
+            assert!(!rx.session.poll_nack(now, &mut nack), "NACK {nack:?}");
+        }
+        assert_eq!(rx.session.nack_stats().requests, 0);
+        // The padding locked the RTX stream; the media stream's statistics
+        // and the RTX count of retransmissions do not see it.
+        let s = rx.stream.as_ref().unwrap();
+        assert_eq!(s.rtx_ssrc, Some(rx.cfg.rtx_ssrc));
+        assert_eq!(s.media_seqs.highest(), Some(2));
+        assert_eq!(s.rtx_padding, 4);
+        let summary = summary_json(
+            &rx.session,
+            &rx.stats,
+            &DelayHistogram::new(),
+            Duration::from_secs(1),
+            rx.stream.as_ref(),
+            true,
+        );
+        let flow = &summary["flows"][0];
+        assert_eq!(flow["recovery"]["retransmissions_sent"], 0, "{flow}");
+        assert_eq!(
+            (
+                flow["packets_lost"].as_u64(),
+                flow["packets_received"].as_u64()
+            ),
+            (Some(0), Some(7))
+        );
+        // Padding of another RTX SSRC is a stranger; padding without the
+        // transport-wide number is missing its extension; a duplicate counts.
+        rx.feed_padding(7, 11, 3, |d| d[8..12].copy_from_slice(&[1, 2, 3, 4]));
+        assert_eq!(rx.stats.foreign_ssrc, 2);
+        rx.feed_padding(7, 11, 3, |d| d[16] = 0x51); // element id 5, not ours
+        assert_eq!(rx.stats.missing_extension, 1);
+        rx.feed_padding(6, 11, 3, |_| {});
+        assert_eq!(rx.stats.duplicates, 1);
+        // A padding count larger than the packet: malformed, dropped.
+        rx.feed_padding(8, 12, 3, |d| *d.last_mut().unwrap() = 255);
+        rx.feed_padding(8, 12, 3, |d| {
+            d.truncate(40);
+            *d.last_mut().unwrap() = 30;
+        });
+        assert_eq!(rx.stats.malformed, 2);
+        assert_eq!(rx.stats.padding_packets, 5);
+    }
+
+    #[test]
+    fn padding_on_the_media_ssrc_counts_for_the_media_stream_statistics() {
+        let mut rx = Rx::new();
+        assert!(rx.feed(0, 0));
+        // A libwebrtc sender without RTX pads on the media SSRC with a media
+        // RTP sequence number (here 1).
+        let media_ssrc = rx.cfg.media_ssrc.to_be_bytes();
+        let pt = rx.cfg.payload_type;
+        rx.feed_padding(1, 1, 1, |d| {
+            d[1] = pt;
+            d[8..12].copy_from_slice(&media_ssrc);
+        });
+        assert_eq!(rx.stats.padding_packets, 1);
+        let s = rx.stream.as_ref().unwrap();
+        assert_eq!(s.media_seqs.highest(), Some(1));
+        assert_eq!((s.rtx_ssrc, s.rtx_padding), (None, 0));
+        assert_eq!(rx.session.stats().seq_end, 2);
+        assert_eq!(rx.session.stats().packets_received, 1);
     }
 
     #[test]

@@ -7,7 +7,11 @@
 //! (transport-wide CC feedback or RFC 8888, PLI) becomes a `WireFeedback` for
 //! `handle_feedback`; generic NACKs (RFC 4585 §6.2.1) for our stream go to
 //! `handle_nack`, and the retransmissions the session then releases go out as
-//! RFC 4588 RTX packets ([`wire::encode_rtx`]). Datagrams from anyone but the
+//! RFC 4588 RTX packets ([`wire::encode_rtx`]). The session's probe padding
+//! is on (`SenderSession::enable_probe_padding`, as in the simulator): a
+//! controller's bandwidth probe with no media to send is filled with
+//! padding-only RTP packets on the RTX stream ([`wire::encode_padding`]),
+//! each as large as the session charged for. Datagrams from anyone but the
 //! peer, and anything that does not parse, are dropped and counted.
 
 use std::fs::File;
@@ -123,6 +127,9 @@ pub struct SendStats {
     pub nacks_received: u64,
     /// RFC 4588 retransmission (RTX) datagrams sent.
     pub retransmissions_sent: u64,
+    /// Padding-only datagrams sent for the controller's bandwidth probes
+    /// (on the RTX stream; in `datagrams_sent` too).
+    pub padding_sent: u64,
     /// Retransmissions not sent because the H.264 source no longer holds the
     /// payload (older than its payload history).
     pub retransmissions_without_payload: u64,
@@ -163,6 +170,8 @@ impl SendReport {
                 "key_frames_requested": s.key_frames_requested,
                 "feedback_timeouts": s.feedback_timeouts,
                 "nacks_received": s.nacks_received,
+                "padding_packets_sent": s.padding_packets_sent,
+                "padding_bytes_sent": s.padding_bytes_sent,
             },
         });
         if let (Some(r), Some(obj)) = (&self.recovery, v.as_object_mut()) {
@@ -304,6 +313,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         ..config.media.sender.clone()
     };
     let mut session = SenderSession::new(start, sender_cfg, encoder);
+    // Probes send padding when there is no media, as the simulator's senders
+    // do (and libwebrtc's pacer): without it a probe has nothing to carry it.
+    session.enable_probe_padding();
     let mut out = Outputs::open(config.out_dir.as_deref())?;
     let end = config.duration.map(|d| start + d);
 
@@ -327,6 +339,20 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         }
         session.on_timeout(now);
         while let Some(tx) = session.poll_transmit(now) {
+            if tx.kind == PacketKind::Padding {
+                // The RTX stream's next number: padding must not take a media
+                // sequence number the receiver would NACK (wire/media.rs).
+                if let Err(e) = wire::encode_padding(&config.wire, &tx, rtx_seq, &mut tx_buf) {
+                    return Err(NetError::Internal(format!(
+                        "encoding padding {}: {e}",
+                        tx.seq
+                    )));
+                }
+                rtx_seq = rtx_seq.wrapping_add(1);
+                stats.padding_sent += 1;
+                send_datagram(&sock, &tx_buf, config.to, &mut stats).await;
+                continue;
+            }
             let payload = session
                 .encoder()
                 .payload(tx.packet.frame_id, tx.packet.index);
@@ -350,34 +376,20 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     tx.seq
                 )));
             }
-            match sock.try_send_to(&tx_buf, config.to) {
-                Ok(n) => {
-                    stats.datagrams_sent += 1;
-                    stats.bytes_sent += n as u64;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    // The socket buffer is full: wait for room rather than drop.
-                    match sock.send_to(&tx_buf, config.to).await {
-                        Ok(n) => {
-                            stats.datagrams_sent += 1;
-                            stats.bytes_sent += n as u64;
-                        }
-                        Err(_) => stats.send_errors += 1,
-                    }
-                }
-                Err(_) => stats.send_errors += 1,
-            }
+            send_datagram(&sock, &tx_buf, config.to, &mut stats).await;
         }
         if now >= next_report {
             next_report = now + REPORT_INTERVAL;
             sr_buf.clear();
             let st = session.stats();
-            // RFC 3550 §6.4.1: counts wrap modulo 2^32; the octet count is payload.
+            // RFC 3550 §6.4.1: counts wrap modulo 2^32; the octet count is
+            // payload. Padding goes on the RTX stream, not this SSRC.
+            let packets = st.packets_sent - st.padding_packets_sent;
             let built = wire::encode_sender_report(
                 config.wire.media_ssrc,
                 clock.ntp_of(now),
                 wire::rtp_timestamp(now, config.wire.rtp_timestamp_offset),
-                st.packets_sent as u32,
+                packets as u32,
                 st.payload_sent as u32,
                 &[],
                 &mut sr_buf,
@@ -455,6 +467,32 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     };
     out.finish(&report)?;
     Ok(report)
+}
+
+/// Puts one RTP datagram on the wire, counting it (or the error).
+async fn send_datagram(
+    sock: &tokio::net::UdpSocket,
+    datagram: &[u8],
+    to: SocketAddr,
+    stats: &mut SendStats,
+) {
+    match sock.try_send_to(datagram, to) {
+        Ok(n) => {
+            stats.datagrams_sent += 1;
+            stats.bytes_sent += n as u64;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            // The socket buffer is full: wait for room rather than drop.
+            match sock.send_to(datagram, to).await {
+                Ok(n) => {
+                    stats.datagrams_sent += 1;
+                    stats.bytes_sent += n as u64;
+                }
+                Err(_) => stats.send_errors += 1,
+            }
+        }
+        Err(_) => stats.send_errors += 1,
+    }
 }
 
 /// Writes the SDP a stock receiver needs to decode an H.264 stream sent to `to`.

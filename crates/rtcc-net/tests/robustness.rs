@@ -137,6 +137,8 @@ enum RxClass {
     MissingExtension,
     /// Valid media of our stream (would reach the session).
     Media,
+    /// Valid probe padding of our stream (recorded for the feedback).
+    Padding,
 }
 
 fn classify_at_receiver(cfg: &WireConfig, d: &[u8]) -> RxClass {
@@ -145,6 +147,21 @@ fn classify_at_receiver(cfg: &WireConfig, d: &[u8]) -> RxClass {
     }
     match wire::decode_media(cfg, d) {
         Err(_) => RxClass::Malformed,
+        // Padding on the RTX payload type belongs to the retransmission stream.
+        Ok(m) if m.padding_only => {
+            let ssrc = if m.payload_type == cfg.rtx_payload_type {
+                cfg.rtx_ssrc
+            } else {
+                cfg.media_ssrc
+            };
+            if m.ssrc != ssrc {
+                RxClass::ForeignSsrc
+            } else if m.transport_seq.is_none() {
+                RxClass::MissingExtension
+            } else {
+                RxClass::Padding
+            }
+        }
         // No retransmission stream is locked onto in these tests (the sender
         // does not recover), so an RTX packet's SSRC is not checked yet.
         Ok(m) if m.original_seq.is_none() && m.ssrc != cfg.media_ssrc => RxClass::ForeignSsrc,
@@ -498,6 +515,30 @@ fn receiver_garbage(cfg: &WireConfig) -> Vec<Vec<u8>> {
     for cut in [40, 41] {
         out.push(rtx[..cut].to_vec());
     }
+    // Probe padding gone wrong: a padding count of zero and one larger than
+    // what follows the header (malformed), and padding-only packets without
+    // the transport-wide sequence number (missing).
+    let mut tx_pad = transmit(9, 0, 0, 0, false, 0);
+    tx_pad.kind = rtcc_core::PacketKind::Padding;
+    tx_pad.packet.wire_size = Bytes::new(300);
+    let mut pad = Vec::new();
+    wire::encode_padding(cfg, &tx_pad, 5, &mut pad).unwrap();
+    for count in [0u8, 255] {
+        let mut d = pad.clone();
+        *d.last_mut().unwrap() = count;
+        out.push(d);
+    }
+    let mut d = pad[..40].to_vec();
+    *d.last_mut().unwrap() = 21;
+    out.push(d);
+    let mut d = pad.clone();
+    d[16] = 0x91; // the element's id 1 -> 9: not ours
+    out.push(d);
+    let mut d = pad.clone();
+    d[0] &= !0x10; // no extension block: its bytes become payload...
+    d.truncate(21);
+    d[20] = 9; // ...all padding (the count covers them)
+    out.push(d);
     let mut plain_rtx = vec![0x80, cfg.rtx_payload_type, 0, 9, 0, 0, 0, 1];
     plain_rtx.extend_from_slice(&cfg.rtx_ssrc.to_be_bytes());
     plain_rtx.extend_from_slice(&[0u8; 100]);
@@ -524,11 +565,12 @@ fn receiver_garbage(cfg: &WireConfig) -> Vec<Vec<u8>> {
 fn malformed_datagrams_to_the_receiver_are_counted_and_do_not_disturb_the_media() {
     let cfg = WireConfig::default();
     let garbage = receiver_garbage(&cfg);
-    let mut expected = [0u64; 5];
+    let mut expected = [0u64; 6];
     for d in &garbage {
         expected[classify_at_receiver(&cfg, d) as usize] += 1;
     }
     assert_eq!(expected[RxClass::Media as usize], 0);
+    assert_eq!(expected[RxClass::Padding as usize], 0);
     let rx_addr = free_port();
     let rx = spawn_receiver(receiver(rx_addr, Some(4_800)), no_stop());
     sleep_ms(200);
@@ -567,18 +609,21 @@ fn malformed_datagrams_to_the_receiver_are_counted_and_do_not_disturb_the_media(
         expected[RxClass::MissingExtension as usize],
         "{s:?}"
     );
-    // Everything else that arrived is the sender's reports (RFC 3550 SRs).
+    // Everything else that arrived is the sender's media, probe padding and
+    // reports (RFC 3550 SRs).
     assert_eq!(
         s.datagrams,
-        s.media_packets + garbage.len() as u64 + s.sender_reports,
+        s.media_packets + s.padding_packets + garbage.len() as u64 + s.sender_reports,
         "{s:?}"
     );
     // The media session did not notice.
     assert_eq!(
-        s.media_packets, tx.stats.datagrams_sent,
+        s.media_packets,
+        tx.stats.datagrams_sent - tx.stats.padding_sent,
         "{s:?} {:?}",
         tx.stats
     );
+    assert_eq!(s.padding_packets, tx.stats.padding_sent, "{s:?}");
     assert_eq!(tx.stats.malformed, 0);
     assert!(
         frames_displayed(&rx) * 10 >= tx.session.frames_encoded * 9,
@@ -833,7 +878,12 @@ fn reordered_and_duplicated_media_is_counted_and_tolerated() {
     // right after a newer one: the receiver sees exactly what the relay did.
     assert_eq!(s.duplicates, relay.duplicated, "{s:?}");
     assert_eq!(s.reordered, relay.swapped, "{s:?}");
-    assert_eq!(s.media_packets, relay.media_in + relay.duplicated, "{s:?}");
+    // The relay sees media and probe padding alike.
+    assert_eq!(
+        s.media_packets + s.padding_packets,
+        relay.media_in + relay.duplicated,
+        "{s:?}"
+    );
     // The loss the receiver reports counts neither as lost.
     assert_eq!(rx.summary["flows"][0]["packets_lost"].as_u64(), Some(0));
     // The sender joins every report with its history: nothing unknown, and a

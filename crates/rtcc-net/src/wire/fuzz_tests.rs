@@ -18,6 +18,14 @@ fn valid_samples() -> Vec<Vec<u8>> {
     out.push(buf.clone());
     encode_media(&cfg, &transmit(3, 0), 7, Some(b"hello"), &mut buf).unwrap();
     out.push(buf.clone());
+    // Probe padding: a small one (RTP padding only) and one with filler words.
+    for size in [100, 700] {
+        let mut tx = transmit(9, 0);
+        tx.kind = rtcc_core::PacketKind::Padding;
+        tx.packet.wire_size = rtcc_core::units::Bytes::new(size);
+        encode_padding(&cfg, &tx, 4, &mut buf).unwrap();
+        out.push(buf.clone());
+    }
     let fb = WireFeedback {
         report_time: Instant::from_millis(500),
         packets: (0..40u64)
@@ -123,13 +131,13 @@ fn decoders_never_panic() {
 fn rtp_and_rtcp_are_told_apart() {
     let cfg = WireConfig::default();
     let samples = valid_samples();
-    // Media samples first, then RTCP.
-    for m in &samples[..2] {
+    // Media and padding samples first, then RTCP.
+    for m in &samples[..4] {
         assert!(!is_rtcp(m));
         assert!(decode_media(&cfg, m).is_ok());
         assert_eq!(decode_rtcp(m), Err(WireError::NotRtcp(m[1])));
     }
-    for r in &samples[2..] {
+    for r in &samples[4..] {
         assert!(is_rtcp(r));
         assert!(decode_rtcp(r).is_ok());
         assert_eq!(decode_media(&cfg, r), Err(WireError::NotRtp));

@@ -42,6 +42,37 @@
 //! number (OSN, 2 bytes) followed by the original payload. [`decode_media`]
 //! takes both payload types and gives back the OSN and the original payload.
 //!
+//! # Probe padding (RFC 3550 §5.1 padding-only packets)
+//! A [`PacketKind::Padding`](rtcc_core::PacketKind::Padding) transmit, the
+//! bytes of a bandwidth probe, goes out as a *padding-only* packet
+//! ([`encode_padding`]): the P bit set, no payload, and the padding count in
+//! the last octet. Like libwebrtc's padding with RTX negotiated, it travels on
+//! the retransmission stream (RTX payload type and SSRC, the RTX stream's
+//! next sequence number), and it does so whether or not loss recovery is on:
+//! the media stream's RTP sequence number *is* the media sequence number the
+//! receiver's NACKs name (`Transmit::media_seq`), so a padding packet there
+//! would open a gap the receiver would ask to have resent. (libwebrtc without
+//! RTX sends padding on the media SSRC and its receiver steps over the
+//! numbers padding used; our core's numbering has no such step.) The only
+//! extension is the transport-wide sequence number, which is what the packet
+//! is for: the congestion feedback reports it like media.
+//!
+//! The datagram is exactly as large as the session charged for
+//! (`packet.wire_size` less the IPv4 and UDP headers), so the probe's bytes
+//! on the wire are the bytes the controller counts. RTP padding holds at most
+//! 255 octets (the count is one octet); a larger probe packet (the session
+//! asks for up to a full MTU: GCC's probe packets are `rate × 2 ms`, at least
+//! 200 B) carries the rest as zero padding bytes in the RFC 8285 extension
+//! block (§4.2: padding bytes "may be placed … after the last extension
+//! element, if needed for padding"), whole 32-bit words, so the RTP padding
+//! keeps 252–255 octets. One packet per transmit, as the session gave it one
+//! transport-wide sequence number (libwebrtc instead sends several padding
+//! packets of 224 B each per request).
+//!
+//! [`decode_media`] recognises a padding-only packet of either payload type
+//! (P bit set and nothing left after removing the padding):
+//! [`RtpMedia::padding_only`], no OSN, an empty payload.
+//!
 //! # Fast path
 //! These two functions run once per media packet, so they are written by hand
 //! and allocate nothing: [`encode_media`] writes the header straight into the
@@ -181,6 +212,64 @@ pub fn encode_rtx(
     write_packet(config, tx, header, capture_ntp, payload, out)
 }
 
+/// Bytes of a padding-only packet's extension block without filler: 4 B block
+/// header and the transport-wide sequence number element (1 + 2 B), padded to
+/// 32 bits (RFC 8285 §4.2).
+pub const PADDING_EXTENSION_BLOCK_LEN: usize = 4 + (1 + TRANSPORT_SEQ_LEN).div_ceil(4) * 4;
+/// Most RTP padding a packet can carry: the count is one octet (RFC 3550 §5.1).
+pub const MAX_RTP_PADDING: usize = 255;
+/// The smallest padding-only datagram: RTP header, the extension block, and
+/// the one octet of padding that holds the count.
+pub const MIN_PADDING_DATAGRAM: usize = RTP_FIXED_HEADER + PADDING_EXTENSION_BLOCK_LEN + 1;
+
+/// Writes `tx`, a probe padding transmit, as a padding-only RTP packet into
+/// `out` (cleared first) and returns its length (module doc, "Probe
+/// padding"): RTX payload type and SSRC, sequence number `rtx_seq` (the RTX
+/// stream's next), the RTP timestamp of the send time, marker 0, the
+/// transport-wide sequence number `tx.seq`, P bit set and no payload. The
+/// datagram is `tx.packet.wire_size` less the IPv4 and UDP headers, at least
+/// [`MIN_PADDING_DATAGRAM`]; padding beyond [`MAX_RTP_PADDING`] goes into the
+/// extension block as zero bytes.
+pub fn encode_padding(
+    config: &WireConfig,
+    tx: &Transmit,
+    rtx_seq: u16,
+    out: &mut Vec<u8>,
+) -> Result<usize, WireError> {
+    config.validate()?;
+    let wire = usize::try_from(tx.packet.wire_size.get())
+        .map_err(|_| WireError::FieldOverflow("padding size"))?;
+    let len = wire
+        .saturating_sub(super::IPV4_HEADER + super::UDP_HEADER)
+        .max(MIN_PADDING_DATAGRAM);
+    // Bytes after the header and the bare extension block: RTP padding, up to
+    // 255, and whole words of extension-block filler for the rest.
+    let rest = len - RTP_FIXED_HEADER - PADDING_EXTENSION_BLOCK_LEN;
+    let filler_words = rest.saturating_sub(MAX_RTP_PADDING).div_ceil(4);
+    let rtp_padding = rest - 4 * filler_words;
+    let block_words = u16::try_from((PADDING_EXTENSION_BLOCK_LEN - 4) / 4 + filler_words)
+        .map_err(|_| WireError::FieldOverflow("padding size"))?;
+    out.clear();
+    out.reserve(len);
+    // RFC 3550 §5.1: V=2, P=1 (padding), X=1 (an extension block), CC=0; M=0.
+    out.push(0x80 | 0x20 | 0x10);
+    out.push(config.rtx_payload_type);
+    out.extend_from_slice(&rtx_seq.to_be_bytes());
+    out.extend_from_slice(
+        &rtp_timestamp(tx.packet.capture_time, config.rtp_timestamp_offset).to_be_bytes(),
+    );
+    out.extend_from_slice(&config.rtx_ssrc.to_be_bytes());
+    out.extend_from_slice(&EXTENSION_PROFILE_ONE_BYTE.to_be_bytes());
+    out.extend_from_slice(&block_words.to_be_bytes());
+    push_element(out, config.transport_seq_id, &(tx.seq as u16).to_be_bytes());
+    // Zero bytes: the element's alignment and the filler (RFC 8285 §4.2).
+    out.resize(len - rtp_padding, 0);
+    // RFC 3550 §5.1: padding octets, the last one the count (1..=255 here).
+    out.resize(len - 1, 0);
+    out.push(rtp_padding as u8);
+    Ok(out.len())
+}
+
 /// The fields that tell a media packet from its retransmission.
 #[derive(Debug, Clone, Copy)]
 struct Header {
@@ -282,6 +371,10 @@ pub struct RtpMedia<'a> {
     /// Payload bytes (padding removed; of a retransmission, the original
     /// payload after the OSN).
     pub payload: &'a [u8],
+    /// A padding-only packet (RFC 3550 §5.1): the P bit set and nothing left
+    /// once the padding is removed; `original_seq` is `None` and `payload`
+    /// empty. Probe padding ([`encode_padding`]), never media.
+    pub padding_only: bool,
 }
 
 impl RtpMedia<'_> {
@@ -369,11 +462,14 @@ pub fn decode_media<'a>(
     if let Some(e) = ext.error {
         return Err(e);
     }
-    let (original_seq, payload) = split_rtx(
-        config,
-        payload_type,
-        &datagram[header_len..datagram.len() - padding],
-    )?;
+    let body = &datagram[header_len..datagram.len() - padding];
+    // RFC 3550 §5.1: a packet may be all padding; it has no OSN to take off.
+    let padding_only = padding > 0 && body.is_empty();
+    let (original_seq, payload) = if padding_only {
+        (None, body)
+    } else {
+        split_rtx(config, payload_type, body)?
+    };
     Ok(RtpMedia {
         ssrc: be32(datagram, 8),
         sequence: be16(datagram, 2),
@@ -385,6 +481,7 @@ pub fn decode_media<'a>(
         frame_info: ext.frame_info,
         original_seq,
         payload,
+        padding_only,
     })
 }
 
@@ -702,6 +799,122 @@ pub(crate) mod tests {
         ));
     }
 
+    /// A probe padding transmit of `wire_size` bytes on the wire, as the
+    /// sender session makes it (no payload, no frame).
+    pub(crate) fn padding_transmit(seq: u64, wire_size: u64) -> Transmit {
+        let mut tx = transmit(seq, 0);
+        tx.kind = rtcc_core::PacketKind::Padding;
+        tx.media_seq = 77; // the next media number, which padding must not use
+        tx.packet.frame_id = u64::MAX;
+        tx.packet.count = 0;
+        tx.packet.index = 0;
+        tx.packet.last_in_frame = false;
+        tx.packet.wire_size = B::new(wire_size);
+        tx
+    }
+
+    #[test]
+    fn padding_only_layout_and_round_trip() {
+        let cfg = WireConfig::default();
+        let mut buf = vec![0xAA; 50];
+        // 100 B on the wire: 72 B datagram, 12 + 8 header, 52 B of RTP padding.
+        let n = encode_padding(&cfg, &padding_transmit(0x1_0009, 100), 0xFFFE, &mut buf).unwrap();
+        assert_eq!(n, 72);
+        #[rustfmt::skip]
+        let head: Vec<u8> = vec![
+            0xB0, 97, 0xFF, 0xFE,             // V=2 P=1 X=1, M=0 PT=97 (RTX), RTX seq
+            0x00, 0x01, 0x5F, 0x90,           // ts of 1 s at 90 kHz
+            0x52, 0x54, 0x43, 0x58,           // RTX SSRC
+            0xBE, 0xDE, 0, 1,                 // one-byte profile, 1 word
+            0x11, 0, 9,                       // transport seq 9 (low 16 bits)
+            0,                                // alignment
+        ];
+        assert_eq!(buf[..20], head[..]);
+        assert!(buf[20..71].iter().all(|&b| b == 0));
+        assert_eq!(buf[71], 52);
+        let m = decode_media(&cfg, &buf).unwrap();
+        assert!(m.padding_only);
+        assert_eq!(m.transport_seq, Some(9));
+        assert_eq!((m.ssrc, m.sequence), (cfg.rtx_ssrc, 0xFFFE));
+        assert_eq!(m.original_seq, None);
+        assert!(m.payload.is_empty() && m.frame_info.is_none() && m.capture_ntp.is_none());
+        // The rtp crate reads the same: padding flag, extension, empty payload.
+        let p = {
+            use webrtc_util::marshal::Unmarshal;
+            rtp::packet::Packet::unmarshal(&mut &buf[..]).unwrap()
+        };
+        assert!(p.header.padding);
+        assert_eq!(p.header.payload_type, 97);
+        assert_eq!(p.header.ssrc, cfg.rtx_ssrc);
+        assert_eq!(p.header.sequence_number, 0xFFFE);
+        assert_eq!(p.header.get_extension(1).unwrap().as_ref(), &[0, 9]);
+        assert!(p.payload.is_empty(), "{:?}", p.payload);
+        // Media packets are not padding-only, padded or not, even when empty.
+        encode_media(&cfg, &transmit(1, 0), 0, Some(b""), &mut buf).unwrap();
+        assert!(!decode_media(&cfg, &buf).unwrap().padding_only);
+        encode_media(&cfg, &transmit(1, 0), 0, Some(b"ab"), &mut buf).unwrap();
+        buf[0] |= 0x20;
+        buf.extend_from_slice(&[0, 0, 3]);
+        assert!(!decode_media(&cfg, &buf).unwrap().padding_only);
+    }
+
+    #[test]
+    fn padding_fills_the_charged_size_exactly_beyond_255_bytes() {
+        use webrtc_util::marshal::Unmarshal;
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        // From below the minimum to a full MTU packet (1200 B + 68 B overhead).
+        for wire in [
+            0u64, 28, 49, 50, 100, 228, 303, 304, 305, 306, 307, 308, 450, 1268,
+        ] {
+            let n = encode_padding(&cfg, &padding_transmit(5, wire), 1, &mut buf).unwrap();
+            let expect = (wire as usize).saturating_sub(28).max(MIN_PADDING_DATAGRAM);
+            assert_eq!(n, expect, "wire {wire}");
+            let m = decode_media(&cfg, &buf).unwrap();
+            assert!(m.padding_only, "wire {wire}");
+            assert_eq!(m.transport_seq, Some(5), "wire {wire}");
+            let pad = usize::from(buf[n - 1]);
+            assert!((1..=MAX_RTP_PADDING).contains(&pad), "wire {wire}: {pad}");
+            // Filler only once the RTP padding is (nearly) full.
+            let block = 4 * usize::from(be16(&buf, 14)) + 4;
+            assert_eq!(RTP_FIXED_HEADER + block + pad, n, "wire {wire}");
+            if block > PADDING_EXTENSION_BLOCK_LEN {
+                assert!(pad >= MAX_RTP_PADDING - 3, "wire {wire}: {pad}");
+            }
+            let p = rtp::packet::Packet::unmarshal(&mut &buf[..]).unwrap();
+            assert!(p.payload.is_empty(), "wire {wire}");
+            assert_eq!(p.header.get_extension(1).unwrap().as_ref(), &[0, 5]);
+        }
+    }
+
+    #[test]
+    fn malformed_padding_is_an_error() {
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        encode_padding(&cfg, &padding_transmit(5, 100), 1, &mut buf).unwrap();
+        let n = buf.len();
+        // A count larger than what follows the header, and a zero count.
+        for count in [0u8, (n - 20 + 1) as u8, 255] {
+            let mut d = buf.clone();
+            d[n - 1] = count;
+            assert!(
+                matches!(decode_media(&cfg, &d), Err(WireError::BadPadding(_))),
+                "count {count}"
+            );
+        }
+        // The whole packet after the header as padding: still padding-only.
+        let mut d = buf[..20].to_vec();
+        d.push(1);
+        assert!(decode_media(&cfg, &d).unwrap().padding_only);
+        // Without the P bit the RTX packet has no room for an OSN.
+        let mut d = buf[..20].to_vec();
+        d[0] &= !0x20;
+        assert!(matches!(
+            decode_media(&cfg, &d),
+            Err(WireError::TooShort { .. })
+        ));
+    }
+
     #[test]
     fn frame_ids_unwrap_past_32_bits() {
         let cfg = WireConfig::default();
@@ -852,8 +1065,11 @@ pub(crate) mod tests {
             return Err(e);
         }
         let payload = &d[header_len..d.len() - padding];
+        let padding_only = h.padding && payload.is_empty();
         // RFC 4588 §4, read independently of `split_rtx`.
-        let (original_seq, payload) = if h.payload_type == cfg.rtx_payload_type {
+        let (original_seq, payload) = if padding_only {
+            (None, payload)
+        } else if h.payload_type == cfg.rtx_payload_type {
             if payload.len() < 2 {
                 return Err(WireError::TooShort {
                     what: "RTX original sequence number",
@@ -879,6 +1095,7 @@ pub(crate) mod tests {
             frame_info: ours.frame_info,
             original_seq,
             payload,
+            padding_only,
         })
     }
 
@@ -931,6 +1148,10 @@ pub(crate) mod tests {
         samples.push(buf.clone());
         encode_rtx(&cfg, &transmit(4, 1), 77, 7, Some(b"r"), &mut buf).unwrap();
         samples.push(buf.clone());
+        for size in [120, 500] {
+            encode_padding(&cfg, &padding_transmit(6, size), 78, &mut buf).unwrap();
+            samples.push(buf.clone());
+        }
         // Two-byte profile (RFC 8285 §4.3): 0x1000, id 1 len 2, id 3 len 9, padding.
         #[rustfmt::skip]
         let two_byte: Vec<u8> = vec![

@@ -39,7 +39,9 @@ pub use feedback::{
     decode_rtcp, encode_receiver_report, encode_sender_report, FeedbackDecoder, FeedbackEncoder,
     ReceptionStats, RtcpMessages,
 };
-pub use media::{decode_media, encode_media, encode_rtx, rtp_timestamp, FrameInfoExt, RtpMedia};
+pub use media::{
+    decode_media, encode_media, encode_padding, encode_rtx, rtp_timestamp, FrameInfoExt, RtpMedia,
+};
 pub use nack::{encode_nack, GenericNack};
 pub use twcc::TwccPacket;
 pub use unwrap::{unwrap_near, SeqUnwrapper, Unwrapper};
