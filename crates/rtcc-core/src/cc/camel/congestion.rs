@@ -27,6 +27,10 @@ pub struct DetectorConfig {
     pub detect_min_samples: usize,
     /// Smallest in-flight spread for a decision (ours, I11).
     pub detect_min_spread: Bytes,
+    /// Whether the anchored gradient G_a (the slope from eq. 4's point
+    /// (x = 0, D = D_min) to (x̄, the window's lowest D), × BW_avg) is also
+    /// compared with `gradient_threshold` (ours, I20).
+    pub anchored_gradient: bool,
 }
 
 /// The outcome of one detection.
@@ -72,6 +76,7 @@ pub struct CongestionDetector {
     gamma: f64,
     last_decision: Option<Instant>,
     gradient: Option<f64>,
+    anchored: Option<f64>,
 }
 
 impl CongestionDetector {
@@ -83,6 +88,7 @@ impl CongestionDetector {
             gamma: cfg.gamma_initial,
             last_decision: None,
             gradient: None,
+            anchored: None,
         }
     }
 
@@ -93,6 +99,10 @@ impl CongestionDetector {
     /// The last normalised gradient G computed.
     pub fn gradient(&self) -> Option<f64> {
         self.gradient
+    }
+    /// The last anchored gradient G_a computed (I20).
+    pub fn anchored_gradient(&self) -> Option<f64> {
+        self.anchored
     }
     /// Samples in the window.
     pub fn samples_in_window(&self) -> usize {
@@ -105,6 +115,7 @@ impl CongestionDetector {
         self.gamma = self.cfg.gamma_initial;
         self.last_decision = None;
         self.gradient = None;
+        self.anchored = None;
     }
 
     /// Adds a frame-delay sample (I10: x = in flight before the frame). A
@@ -119,8 +130,15 @@ impl CongestionDetector {
     }
 
     /// Runs one detection at `now` if a feedback round (`round` = D_min + H)
-    /// has passed since the last one (I12), with BW_avg for the normalisation (I9).
-    pub fn detect(&mut self, now: Instant, bw_avg: Bitrate, round: Duration) -> Decision {
+    /// has passed since the last one (I12), with BW_avg for the normalisation
+    /// (I9) and D_min as the anchor of eq. 4's curve (I20).
+    pub fn detect(
+        &mut self,
+        now: Instant,
+        bw_avg: Bitrate,
+        d_min: Duration,
+        round: Duration,
+    ) -> Decision {
         let w = self.cfg.detect_window;
         while self
             .samples
@@ -138,26 +156,52 @@ impl CongestionDetector {
         if self.samples.len() < self.cfg.detect_min_samples.max(2) {
             return Decision::Undecided;
         }
+        let bw = bw_avg.as_bps_f64() / 8.0; // B/s
+                                            // I20: eq. 4's curve passes through (0, RTprop) ≈ (0, D_min). The
+                                            // slope from that point to (x̄, lowest D of the window) is > 0
+                                            // whenever every delay of the window stands above D_min, even when
+                                            // the delays no longer vary with x (a queue that other traffic keeps
+                                            // full). The window's lowest delay, not its mean, so that jitter,
+                                            // which leaves some frames near D_min, does not count.
+        let anchored = self
+            .cfg
+            .anchored_gradient
+            .then(|| {
+                let n = self.samples.len() as f64;
+                let (sx, dlo) = self
+                    .samples
+                    .iter()
+                    .fold((0.0, f64::MAX), |(sx, dlo), &(_, x, d)| {
+                        (sx + x, dlo.min(d))
+                    });
+                let mx = sx / n;
+                (mx > 0.0).then(|| (dlo - d_min.as_secs_f64()).max(0.0) / mx * bw)
+            })
+            .flatten();
         let (lo, hi) = self
             .samples
             .iter()
             .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, x, _)| {
                 (lo.min(x), hi.max(x))
             });
-        if hi - lo < self.cfg.detect_min_spread.as_f64() {
+        let g = if hi - lo < self.cfg.detect_min_spread.as_f64() {
+            None
+        } else {
+            slope(self.samples.iter().map(|&(_, x, d)| (x, d))).map(|s| s * bw)
+        };
+        if g.is_none() && anchored.is_none() {
             return Decision::Undecided;
         }
-        let Some(s) = slope(self.samples.iter().map(|&(_, x, d)| (x, d))) else {
-            return Decision::Undecided;
-        };
         // I9: G = S [s/B] · BW_avg [B/s].
-        let g = s * bw_avg.as_bps_f64() / 8.0;
-        self.gradient = Some(g);
+        self.gradient = g.or(self.gradient);
+        self.anchored = anchored.or(self.anchored);
         self.last_decision = Some(now);
         // I12: the next decision rests on frames sent after this one only, so
         // one episode of congestion is not multiplied into many cuts.
         self.samples.clear();
-        if g > self.cfg.gradient_threshold {
+        let congested = g.is_some_and(|g| g > self.cfg.gradient_threshold)
+            || anchored.is_some_and(|a| a > self.cfg.gradient_threshold);
+        if congested {
             // §4.2, eq. 5: γ ← 0.95 · γ on congestion.
             self.gamma *= self.cfg.gamma_decrease;
             Decision::Congested
@@ -183,6 +227,7 @@ mod tests {
             detect_window: Duration::from_secs(1),
             detect_min_samples: 10,
             detect_min_spread: Bytes::new(1248),
+            anchored_gradient: false,
         }
     }
 
@@ -293,9 +338,84 @@ mod tests {
             (1000 + (k % 7) * 1500, 0.025 + jit[k as usize])
         });
         let bw = Bitrate::mbps(2);
-        let dec = d.detect(Instant::from_millis(900), bw, Duration::from_millis(100));
+        let dec = d.detect(
+            Instant::from_millis(900),
+            bw,
+            Duration::from_millis(40),
+            Duration::from_millis(100),
+        );
         assert_eq!(dec, Decision::Clear, "G = {:?}", d.gradient());
         assert!((d.gamma() - 1.0).abs() < 1e-12);
+    }
+
+    fn anchored(on: bool) -> CongestionDetector {
+        CongestionDetector::new(DetectorConfig {
+            anchored_gradient: on,
+            ..cfg()
+        })
+    }
+
+    #[test]
+    fn full_queue_is_congestion_only_with_the_anchor() {
+        // I20: a drop-tail queue kept full by other traffic. Every frame waits
+        // 300 ms above D_min = 25 ms whatever our in-flight is: the fitted
+        // slope is flat (G ≈ 0), the anchored one is (0.3 s · 250 kB/s) / 6 kB.
+        let full = |k: u64| (3000 + (k % 7) * 1000, 0.325 + (k % 3) as f64 * 0.001);
+        let bw = Bitrate::mbps(2);
+        let d_min = Duration::from_millis(25);
+        let mut plain = anchored(false);
+        feed(&mut plain, 0, full);
+        assert_eq!(
+            plain.detect(Instant::from_millis(900), bw, d_min, Duration::ZERO),
+            Decision::Clear
+        );
+        let mut d = anchored(true);
+        feed(&mut d, 0, full);
+        assert_eq!(
+            d.detect(Instant::from_millis(900), bw, d_min, Duration::ZERO),
+            Decision::Congested,
+            "G_a = {:?}",
+            d.anchored_gradient()
+        );
+        assert!(d.gradient().unwrap().abs() < 0.1);
+        let ga = d.anchored_gradient().unwrap();
+        assert!((ga - 0.3 * 250_000.0 / 6000.0).abs() < 1.0, "{ga}");
+        // Standing queue without x spread: the anchored test still decides.
+        let mut d = anchored(true);
+        feed(&mut d, 0, |_| (6000, 0.325));
+        assert_eq!(
+            d.detect(Instant::from_millis(900), bw, d_min, Duration::ZERO),
+            Decision::Congested
+        );
+    }
+
+    #[test]
+    fn anchored_test_ignores_jitter_that_reaches_d_min() {
+        // Up to 100 ms of independent jitter: some frames of the window come
+        // close to D_min, so the window's lowest delay is near it and the
+        // anchored test, unlike one on the mean delay, stays quiet.
+        let mut r = rng::stream(5, 3);
+        let jit: Vec<f64> = (0..30).map(|_| r.random::<f64>() * 0.100).collect();
+        let mut d = anchored(true);
+        feed(&mut d, 0, |k| {
+            (1000 + (k % 7) * 1500, 0.025 + jit[k as usize])
+        });
+        let dec = d.detect(
+            Instant::from_millis(900),
+            Bitrate::mbps(2),
+            Duration::from_millis(25),
+            Duration::ZERO,
+        );
+        assert_eq!(dec, Decision::Clear, "G_a = {:?}", d.anchored_gradient());
+        let mean: f64 = jit.iter().sum::<f64>() / 30.0;
+        let x_mean = (0..30)
+            .map(|k| 1000.0 + (k % 7) as f64 * 1500.0)
+            .sum::<f64>()
+            / 30.0;
+        assert!(
+            mean * 250_000.0 / x_mean > 0.5,
+            "a mean-delay anchor would fire"
+        );
     }
 
     #[test]
@@ -304,7 +424,12 @@ mod tests {
         feed(&mut d, 0, |k| {
             (5000 + (k % 2) * 1000, 0.025 + k as f64 * 0.001)
         });
-        let dec = d.detect(Instant::from_millis(900), Bitrate::mbps(2), Duration::ZERO);
+        let dec = d.detect(
+            Instant::from_millis(900),
+            Bitrate::mbps(2),
+            Duration::from_millis(40),
+            Duration::ZERO,
+        );
         assert_eq!(dec, Decision::Undecided);
     }
 
@@ -318,7 +443,12 @@ mod tests {
         });
         let round = Duration::from_millis(100);
         assert_eq!(
-            d.detect(Instant::from_millis(900), bw, round),
+            d.detect(
+                Instant::from_millis(900),
+                bw,
+                Duration::from_millis(40),
+                round
+            ),
             Decision::Congested
         );
         feed(&mut d, 900, |k| {
@@ -326,7 +456,12 @@ mod tests {
             (x, eq4(x as f64))
         });
         assert_eq!(
-            d.detect(Instant::from_millis(1800), bw, round),
+            d.detect(
+                Instant::from_millis(1800),
+                bw,
+                Duration::from_millis(40),
+                round
+            ),
             Decision::Congested
         );
         assert!((d.gamma() - 0.9025).abs() < 1e-12);
@@ -336,7 +471,12 @@ mod tests {
             (x, eq4(x as f64))
         });
         assert_eq!(
-            d.detect(Instant::from_millis(2700), bw, round),
+            d.detect(
+                Instant::from_millis(2700),
+                bw,
+                Duration::from_millis(40),
+                round
+            ),
             Decision::Clear
         );
         assert!((d.gamma() - 1.0).abs() < 1e-12);
@@ -352,7 +492,12 @@ mod tests {
         });
         let round = Duration::from_millis(100);
         for i in 0..10 {
-            d.detect(Instant::from_millis(900 + 9 * i), bw, round);
+            d.detect(
+                Instant::from_millis(900 + 9 * i),
+                bw,
+                Duration::from_millis(40),
+                round,
+            );
         }
         assert!((d.gamma() - 0.95).abs() < 1e-12, "{}", d.gamma());
     }
@@ -367,14 +512,24 @@ mod tests {
         };
         feed(&mut d, 0, congested);
         assert_eq!(
-            d.detect(Instant::from_millis(900), bw, Duration::ZERO),
+            d.detect(
+                Instant::from_millis(900),
+                bw,
+                Duration::from_millis(40),
+                Duration::ZERO
+            ),
             Decision::Congested
         );
         // Frames sent before the decision but reported after it are stale:
         // no second cut on the same evidence, however much time passes.
         feed(&mut d, 0, congested);
         assert_eq!(
-            d.detect(Instant::from_secs(2), bw, Duration::ZERO),
+            d.detect(
+                Instant::from_secs(2),
+                bw,
+                Duration::from_millis(40),
+                Duration::ZERO
+            ),
             Decision::Undecided
         );
         assert!((d.gamma() - 0.95).abs() < 1e-12);

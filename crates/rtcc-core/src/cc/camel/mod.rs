@@ -75,6 +75,11 @@ pub struct CamelConfig {
     pub detect_min_samples: usize,
     /// Smallest in-flight spread for a decision (ours, I11: one full packet).
     pub detect_min_spread: Bytes,
+    /// Whether the detector also tests the anchored gradient G_a against
+    /// `gradient_threshold` (ours, I20: eq. 4's curve passes through
+    /// (0, RTprop), so a queue standing above D_min is congestion even when
+    /// the delays no longer vary with in-flight).
+    pub anchored_gradient: bool,
     /// BW_avg window (ours, I8).
     pub bw_window: Duration,
     /// D_min window (ours, I8: BBR's 10 s min-RTT window).
@@ -128,8 +133,9 @@ impl Default for CamelConfig {
             detect_window: Duration::from_secs(1),
             detect_min_samples: 10,
             detect_min_spread: Bytes::new(1248),
+            anchored_gradient: true,
             bw_window: Duration::from_secs(1),
-            min_delay_window: Duration::from_secs(10),
+            min_delay_window: Duration::from_secs(30),
             burst_gap: Duration::from_millis(1),
             record_timeout: Duration::from_secs(2),
             pacing_gain: 1.25,
@@ -319,6 +325,7 @@ impl CamelConfig {
             detect_window: self.detect_window,
             detect_min_samples: self.detect_min_samples,
             detect_min_spread: self.detect_min_spread,
+            anchored_gradient: self.anchored_gradient,
         }
     }
 
@@ -524,7 +531,7 @@ impl CongestionController for Camel {
             if let (Some(bw), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) {
                 // I12: one decision per feedback round, D_min + H.
                 let round = d_min + self.estimator.hold();
-                self.detector.detect(now, bw, round);
+                self.detector.detect(now, bw, d_min, round);
             }
         }
         if let Some(f) = &mut self.fallback {
