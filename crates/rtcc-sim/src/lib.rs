@@ -13,6 +13,7 @@
 //! println!("{}", report.summary);
 //! ```
 
+mod cc_config;
 mod encoder;
 pub mod engine;
 pub mod link;

@@ -1,0 +1,836 @@
+//! A scenario flow's `cc = "<name>"` and `[flow.cc_config]` table turned into
+//! a core [`CcConfig`].
+//!
+//! The keys each controller accepts are listed in `docs/scenarios.md`
+//! (`cc_config`) and, with their sources, in `docs/algorithms/<name>.md`
+//! ("Parameters"). Every controller but `fixed` takes `start_bitrate`,
+//! `min_bitrate` and `max_bitrate`, defaulting to the encoder's. Unknown keys
+//! and values of the wrong type, unit or range are errors; the caller adds the
+//! file, line and table to the message, which names the key.
+
+use std::fmt::Display;
+use std::str::FromStr;
+
+use rtcc_core::cc::copa::RateRtt;
+use rtcc_core::cc::{
+    BbrConfig, CamelConfig, CcConfig, CopaConfig, FixedConfig, GccConfig, PudicaConfig, SqpConfig,
+};
+use rtcc_core::media::encoder::ParametricEncoderConfig;
+use rtcc_core::{Bitrate, Bytes, Duration};
+
+/// The keys [`Keys::bounds`] reads, first in every list of allowed keys.
+const BOUNDS: &[&str] = &["start_bitrate", "min_bitrate", "max_bitrate"];
+
+/// The controller `name` configured by `table` (absent: all defaults) for a
+/// flow whose encoder is configured as `enc`.
+pub(crate) fn cc_config(
+    name: &str,
+    table: Option<&toml::Table>,
+    enc: &ParametricEncoderConfig,
+) -> Result<CcConfig, String> {
+    let empty = toml::Table::new();
+    let k = Keys {
+        cc: name,
+        table: table.unwrap_or(&empty),
+    };
+    match name {
+        "gcc" => {
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "probing",
+                        "periodic_alr_probing",
+                        "alr_probing_interval",
+                        "alr_probe_scale",
+                        "first_probe_scale",
+                        "second_probe_scale",
+                        "further_probe_scale",
+                        "further_probe_threshold",
+                        "probe_min_packets",
+                        "probe_min_duration",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = GccConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            let p = &mut c.probe;
+            set(&mut c.probing, k.flag("probing")?);
+            set(&mut p.periodic_alr_probing, k.flag("periodic_alr_probing")?);
+            set(
+                &mut p.alr_probing_interval,
+                k.duration("alr_probing_interval")?,
+            );
+            if let Some(d) = k.duration("probe_min_duration")? {
+                if d.is_zero() {
+                    return Err("`probe_min_duration`: must be positive".to_string());
+                }
+                p.min_probe_duration = d;
+            }
+            set(
+                &mut p.alr_probe_scale,
+                k.num("alr_probe_scale", 0.01, 100.0)?,
+            );
+            let scale = k.num("first_probe_scale", 0.01, 100.0)?;
+            set(&mut p.first_exponential_probe_scale, scale);
+            let scale = k.num("second_probe_scale", 0.0, 100.0)?;
+            set(&mut p.second_exponential_probe_scale, scale);
+            let scale = k.num("further_probe_scale", 0.01, 100.0)?;
+            set(&mut p.further_exponential_probe_scale, scale);
+            let threshold = k.num("further_probe_threshold", 0.01, 100.0)?;
+            set(&mut p.further_probe_threshold, threshold);
+            if let Some(x) = k.num("probe_min_packets", 1.0, 1000.0)? {
+                // In [1, 1000] (checked above), so it fits; a fraction is cut.
+                p.min_probe_packets = x as u32;
+            }
+            c.validate().map_err(|e| e.to_string())?;
+            Ok(CcConfig::Gcc(c))
+        }
+        "fixed" => {
+            k.check(&["bitrate", "pacing_factor"])?;
+            let mut c = FixedConfig {
+                bitrate: enc.start_bitrate,
+                ..FixedConfig::default()
+            };
+            set(&mut c.bitrate, k.rate("bitrate")?);
+            let factor = k.num_where("pacing_factor", |x| x >= 1.0, "a number ≥ 1")?;
+            set(&mut c.pacing_factor, factor);
+            Ok(CcConfig::Fixed(c))
+        }
+        "copa" => {
+            k.check(
+                &[
+                    BOUNDS,
+                    &["mode", "rate_rtt", "delta", "compensate_feedback_hold"],
+                ]
+                .concat(),
+            )?;
+            let mut c = CopaConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            set(
+                &mut c.mode,
+                k.parsed("mode", "\"default\" or \"competitive\"")?,
+            );
+            let in_unit = |x: f64| x.is_finite() && x > 0.0 && x <= 1.0;
+            set(
+                &mut c.delta,
+                k.num_where("delta", in_unit, "a number in (0, 1]")?,
+            );
+            let choices = [("standing", RateRtt::Standing), ("srtt", RateRtt::Smoothed)];
+            set(&mut c.rate_rtt, k.choice("rate_rtt", &choices)?);
+            set(
+                &mut c.compensate_feedback_hold,
+                k.flag("compensate_feedback_hold")?,
+            );
+            Ok(CcConfig::Copa(c))
+        }
+        "sqp" => {
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "pacing_multiplier",
+                        "target_multiplier",
+                        "sample_gain",
+                        "min_owd_window",
+                        "queue_drain_time",
+                        "queue_deadband",
+                        "min_recovery_factor",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = SqpConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            set(
+                &mut c.pacing_multiplier,
+                k.num("pacing_multiplier", 1.0, 20.0)?,
+            );
+            set(
+                &mut c.target_multiplier,
+                k.num("target_multiplier", 0.01, 1.0)?,
+            );
+            set(&mut c.sample_gain, k.num("sample_gain", 0.001, 1.0)?);
+            set(
+                &mut c.min_recovery_factor,
+                k.num("min_recovery_factor", 0.0, 1.0)?,
+            );
+            set(&mut c.min_owd_window, k.duration("min_owd_window")?);
+            set(&mut c.queue_drain_time, k.duration("queue_drain_time")?);
+            set(&mut c.queue_deadband, k.duration("queue_deadband")?);
+            Ok(CcConfig::Sqp(c))
+        }
+        "pudica" => {
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "pacing_multiplier",
+                        "bur_ceiling",
+                        "sample_gain",
+                        "max_increase",
+                        "decrease_factor",
+                        "queue_low",
+                        "queue_high",
+                        "min_owd_window",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = PudicaConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            set(
+                &mut c.pacing_multiplier,
+                k.num("pacing_multiplier", 1.0, 20.0)?,
+            );
+            set(&mut c.bur_ceiling, k.num("bur_ceiling", 0.01, 1.0)?);
+            set(&mut c.sample_gain, k.num("sample_gain", 0.001, 1.0)?);
+            set(&mut c.max_increase, k.num("max_increase", 1.0, 10.0)?);
+            set(&mut c.decrease_factor, k.num("decrease_factor", 0.01, 1.0)?);
+            set(&mut c.queue_low, k.duration("queue_low")?);
+            set(&mut c.queue_high, k.duration("queue_high")?);
+            set(&mut c.min_owd_window, k.duration("min_owd_window")?);
+            if c.queue_high < c.queue_low {
+                return Err(format!(
+                    "`queue_high` ({}) must not be below `queue_low` ({})",
+                    c.queue_high, c.queue_low
+                ));
+            }
+            Ok(CcConfig::Pudica(c))
+        }
+        "bbr" => {
+            k.check(
+                &[
+                    BOUNDS,
+                    &["seed", "probe_rtt_duration", "app_limited_detection"],
+                ]
+                .concat(),
+            )?;
+            let mut c = BbrConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            set(&mut c.seed, k.count("seed")?);
+            set(&mut c.probe_rtt_duration, k.duration("probe_rtt_duration")?);
+            set(
+                &mut c.app_limited_detection,
+                k.flag("app_limited_detection")?,
+            );
+            Ok(CcConfig::Bbr(c))
+        }
+        "camel" => {
+            // Tunables of docs/algorithms/camel.md ("Parameters").
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "gamma_initial",
+                        "gamma_decrease",
+                        "gradient_threshold",
+                        "pacing_gain",
+                        "loss_margin",
+                        "detect_window",
+                        "bw_window",
+                        "min_delay_window",
+                        "burst_gap",
+                        "record_timeout",
+                        "burst_update_interval",
+                        "fallback_hold",
+                        "detect_min_spread",
+                        "slice",
+                        "burst_step",
+                        "burst_min",
+                        "burst_initial",
+                        "burst_max",
+                        "detect_min_samples",
+                        "slice_min_packets",
+                        "phys_loss_history",
+                        "fallback",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = CamelConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            // Ranges are checked together by `validate` below.
+            set(&mut c.gamma_initial, k.number("gamma_initial")?);
+            set(&mut c.gamma_decrease, k.number("gamma_decrease")?);
+            set(&mut c.gradient_threshold, k.number("gradient_threshold")?);
+            set(&mut c.pacing_gain, k.number("pacing_gain")?);
+            set(&mut c.loss_margin, k.number("loss_margin")?);
+            set(&mut c.detect_window, k.duration("detect_window")?);
+            set(&mut c.bw_window, k.duration("bw_window")?);
+            set(&mut c.min_delay_window, k.duration("min_delay_window")?);
+            set(&mut c.burst_gap, k.duration("burst_gap")?);
+            set(&mut c.record_timeout, k.duration("record_timeout")?);
+            set(
+                &mut c.burst_update_interval,
+                k.duration("burst_update_interval")?,
+            );
+            set(&mut c.fallback_hold, k.duration("fallback_hold")?);
+            set(&mut c.detect_min_spread, k.bytes("detect_min_spread")?);
+            set(&mut c.slice, k.bytes("slice")?);
+            set(&mut c.burst_step, k.bytes("burst_step")?);
+            set(&mut c.burst_min, k.bytes("burst_min")?);
+            set(&mut c.burst_initial, k.bytes("burst_initial")?);
+            set(&mut c.burst_max, k.bytes("burst_max")?);
+            set(&mut c.detect_min_samples, k.count("detect_min_samples")?);
+            set(&mut c.slice_min_packets, k.count("slice_min_packets")?);
+            set(&mut c.phys_loss_history, k.count("phys_loss_history")?);
+            set(&mut c.fallback, k.flag("fallback")?);
+            c.validate().map_err(|e| e.to_string())?;
+            Ok(CcConfig::Camel(c))
+        }
+        other => Err(format!("unknown congestion controller \"{other}\"")),
+    }
+}
+
+/// Overwrites `slot` with `value` if the key was given.
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+/// A typed reader over one flow's `[flow.cc_config]` table. Each getter
+/// returns `Ok(None)` for an absent key and an error naming the key for a
+/// value of the wrong type or range.
+struct Keys<'a> {
+    /// The controller's name, for the unknown-key message.
+    cc: &'a str,
+    table: &'a toml::Table,
+}
+
+impl Keys<'_> {
+    /// An error for the first key (in table order) not in `allowed`; the
+    /// message lists `allowed` in the given order.
+    fn check(&self, allowed: &[&str]) -> Result<(), String> {
+        match self.table.keys().find(|k| !allowed.contains(&k.as_str())) {
+            Some(k) => Err(format!(
+                "unknown key `{k}` for cc \"{}\" (allowed: {})",
+                self.cc,
+                allowed.join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The start, min and max bitrate: the encoder's, each replaced by its
+    /// key if given (read in that order).
+    fn bounds(&self, enc: &ParametricEncoderConfig) -> Result<(Bitrate, Bitrate, Bitrate), String> {
+        Ok((
+            self.rate("start_bitrate")?.unwrap_or(enc.start_bitrate),
+            self.rate("min_bitrate")?.unwrap_or(enc.min_bitrate),
+            self.rate("max_bitrate")?.unwrap_or(enc.max_bitrate),
+        ))
+    }
+
+    /// A bitrate string such as "1Mbps".
+    fn rate(&self, k: &str) -> Result<Option<Bitrate>, String> {
+        self.parsed(k, "a bitrate string such as \"1Mbps\"")
+    }
+
+    /// A duration string such as "20ms".
+    fn duration(&self, k: &str) -> Result<Option<Duration>, String> {
+        self.parsed(k, "a duration string such as \"20ms\"")
+    }
+
+    /// A size string such as "2KB".
+    fn bytes(&self, k: &str) -> Result<Option<Bytes>, String> {
+        self.parsed(k, "a size string such as \"2KB\"")
+    }
+
+    /// A string parsed as `T`; `what` describes the expected value for a
+    /// non-string, `T`'s parse error explains a bad string.
+    fn parsed<T>(&self, k: &str, what: &str) -> Result<Option<T>, String>
+    where
+        T: FromStr,
+        T::Err: Display,
+    {
+        match self.table.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => {
+                s.parse::<T>().map(Some).map_err(|e| format!("`{k}`: {e}"))
+            }
+            Some(v) => Err(format!("`{k}`: expected {what}, got {v}")),
+        }
+    }
+
+    /// One of the strings of `choices`, as its value.
+    fn choice<T: Copy>(&self, k: &str, choices: &[(&str, T)]) -> Result<Option<T>, String> {
+        let Some(v) = self.table.get(k) else {
+            return Ok(None);
+        };
+        let found = choices.iter().find(|(name, _)| v.as_str() == Some(*name));
+        match found {
+            Some(&(_, value)) => Ok(Some(value)),
+            None => {
+                let mut expected = String::new();
+                for (i, (name, _)) in choices.iter().enumerate() {
+                    if i > 0 {
+                        expected.push_str(if i + 1 == choices.len() { " or " } else { ", " });
+                    }
+                    expected.push_str(&format!("\"{name}\""));
+                }
+                Err(format!("`{k}`: expected {expected}, got {v}"))
+            }
+        }
+    }
+
+    /// Any number, integer or float.
+    fn number(&self, k: &str) -> Result<Option<f64>, String> {
+        self.num_where(k, |_| true, "a number")
+    }
+
+    /// A number in `[lo, hi]`.
+    fn num(&self, k: &str, lo: f64, hi: f64) -> Result<Option<f64>, String> {
+        self.num_where(
+            k,
+            |x| (lo..=hi).contains(&x),
+            &format!("a number in [{lo}, {hi}]"),
+        )
+    }
+
+    /// A number (integer or float) that `accept` takes; `what` describes the
+    /// accepted ones.
+    fn num_where(
+        &self,
+        k: &str,
+        accept: impl Fn(f64) -> bool,
+        what: &str,
+    ) -> Result<Option<f64>, String> {
+        match self.table.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_float()
+                .or_else(|| v.as_integer().map(|i| i as f64))
+                .filter(|&x| accept(x))
+                .map(Some)
+                .ok_or_else(|| format!("`{k}`: expected {what}, got {v}")),
+        }
+    }
+
+    /// A non-negative integer that fits `T`.
+    fn count<T: TryFrom<u64>>(&self, k: &str) -> Result<Option<T>, String> {
+        match self.table.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_integer()
+                .and_then(|i| u64::try_from(i).ok())
+                .and_then(|n| T::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| format!("`{k}`: expected a non-negative integer, got {v}")),
+        }
+    }
+
+    /// `true` or `false`.
+    fn flag(&self, k: &str) -> Result<Option<bool>, String> {
+        match self.table.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| format!("`{k}`: expected true or false, got {v}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rtcc_core::cc::CopaMode;
+
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    fn parse(name: &str, text: &str) -> Result<CcConfig, String> {
+        cc_config(
+            name,
+            Some(&table(text)),
+            &ParametricEncoderConfig::default(),
+        )
+    }
+
+    /// Runs `read` on a reader over `text` for cc "x".
+    fn read<T>(text: &str, read: impl Fn(&Keys) -> Result<T, String>) -> Result<T, String> {
+        let t = table(text);
+        read(&Keys { cc: "x", table: &t })
+    }
+
+    #[test]
+    fn check_names_the_unknown_key_and_the_allowed_ones() {
+        assert_eq!(read("a = 1\nb = 2", |k| k.check(&["a", "b"])), Ok(()));
+        assert_eq!(
+            read("a = 1\nc = 2", |k| k.check(&["b", "a"])),
+            Err("unknown key `c` for cc \"x\" (allowed: b, a)".to_string())
+        );
+    }
+
+    #[test]
+    fn rate_reads_a_bitrate_string() {
+        assert_eq!(
+            read("r = \"2Mbps\"", |k| k.rate("r")),
+            Ok(Some(Bitrate::mbps(2)))
+        );
+        assert_eq!(read("", |k| k.rate("r")), Ok(None));
+        assert_eq!(
+            read("r = 2", |k| k.rate("r")),
+            Err("`r`: expected a bitrate string such as \"1Mbps\", got 2".to_string())
+        );
+        let e = read("r = \"2 parsecs\"", |k| k.rate("r")).unwrap_err();
+        assert!(e.starts_with("`r`: invalid bitrate \"2 parsecs\""), "{e}");
+    }
+
+    #[test]
+    fn duration_and_bytes_read_their_strings() {
+        let d = read("d = \"30ms\"", |k| k.duration("d"));
+        assert_eq!(d, Ok(Some(Duration::from_millis(30))));
+        assert_eq!(
+            read("d = 30", |k| k.duration("d")),
+            Err("`d`: expected a duration string such as \"20ms\", got 30".to_string())
+        );
+        let e = read("d = \"30\"", |k| k.duration("d")).unwrap_err();
+        assert!(e.starts_with("`d`: invalid duration \"30\""), "{e}");
+        assert_eq!(
+            read("b = \"3KB\"", |k| k.bytes("b")),
+            Ok(Some(Bytes::new(3000)))
+        );
+        assert_eq!(
+            read("b = true", |k| k.bytes("b")),
+            Err("`b`: expected a size string such as \"2KB\", got true".to_string())
+        );
+        let e = read("b = \"3 potatoes\"", |k| k.bytes("b")).unwrap_err();
+        assert!(e.starts_with("`b`: invalid size \"3 potatoes\""), "{e}");
+    }
+
+    #[test]
+    fn numbers_take_integers_and_floats_in_range() {
+        assert_eq!(read("n = 2", |k| k.num("n", 1.0, 2.0)), Ok(Some(2.0)));
+        assert_eq!(read("n = 1.5", |k| k.num("n", 1.0, 2.0)), Ok(Some(1.5)));
+        assert_eq!(read("", |k| k.num("n", 1.0, 2.0)), Ok(None));
+        assert_eq!(
+            read("n = 2.5", |k| k.num("n", 1.0, 2.0)),
+            Err("`n`: expected a number in [1, 2], got 2.5".to_string())
+        );
+        assert_eq!(
+            read("n = \"1\"", |k| k.num("n", 0.5, 2.0)),
+            Err("`n`: expected a number in [0.5, 2], got \"1\"".to_string())
+        );
+        assert_eq!(
+            read("n = nan", |k| k.num("n", 0.0, 1.0)),
+            Err("`n`: expected a number in [0, 1], got nan".to_string())
+        );
+        assert_eq!(read("n = -7", |k| k.number("n")), Ok(Some(-7.0)));
+        assert_eq!(
+            read("n = false", |k| k.number("n")),
+            Err("`n`: expected a number, got false".to_string())
+        );
+        let pos = |k: &Keys| k.num_where("n", |x| x > 0.0, "a positive number");
+        assert_eq!(read("n = 3", pos), Ok(Some(3.0)));
+        assert_eq!(
+            read("n = 0", pos),
+            Err("`n`: expected a positive number, got 0".to_string())
+        );
+    }
+
+    #[test]
+    fn count_takes_non_negative_integers_that_fit() {
+        assert_eq!(read("c = 7", |k| k.count::<u64>("c")), Ok(Some(7)));
+        assert_eq!(read("", |k| k.count::<u64>("c")), Ok(None));
+        let bad = "`c`: expected a non-negative integer, got";
+        assert_eq!(
+            read("c = -1", |k| k.count::<u64>("c")),
+            Err(format!("{bad} -1"))
+        );
+        assert_eq!(
+            read("c = 1.0", |k| k.count::<u64>("c")),
+            Err(format!("{bad} 1.0"))
+        );
+        assert_eq!(
+            read("c = 300", |k| k.count::<u8>("c")),
+            Err(format!("{bad} 300"))
+        );
+    }
+
+    #[test]
+    fn flag_takes_booleans_only() {
+        assert_eq!(read("f = false", |k| k.flag("f")), Ok(Some(false)));
+        assert_eq!(read("", |k| k.flag("f")), Ok(None));
+        assert_eq!(
+            read("f = 1", |k| k.flag("f")),
+            Err("`f`: expected true or false, got 1".to_string())
+        );
+    }
+
+    #[test]
+    fn choice_maps_strings_and_lists_the_choices() {
+        let ch = |k: &Keys| k.choice("c", &[("a", 1), ("b", 2), ("c", 3)]);
+        assert_eq!(read("c = \"b\"", ch), Ok(Some(2)));
+        assert_eq!(read("", ch), Ok(None));
+        let e = "`c`: expected \"a\", \"b\" or \"c\", got";
+        assert_eq!(read("c = \"d\"", ch), Err(format!("{e} \"d\"")));
+        assert_eq!(read("c = 1", ch), Err(format!("{e} 1")));
+    }
+
+    #[test]
+    fn bounds_default_to_the_encoder_and_are_overridden_per_key() {
+        let enc = ParametricEncoderConfig {
+            start_bitrate: Bitrate::kbps(500),
+            min_bitrate: Bitrate::kbps(50),
+            max_bitrate: Bitrate::mbps(5),
+            ..ParametricEncoderConfig::default()
+        };
+        let bounds = |text: &str| read(text, |k| k.bounds(&enc));
+        assert_eq!(
+            bounds("min_bitrate = \"80kbps\""),
+            Ok((Bitrate::kbps(500), Bitrate::kbps(80), Bitrate::mbps(5)))
+        );
+        assert_eq!(
+            bounds("max_bitrate = 5"),
+            Err("`max_bitrate`: expected a bitrate string such as \"1Mbps\", got 5".to_string())
+        );
+    }
+
+    #[test]
+    fn no_table_gives_the_defaults_with_the_encoder_bounds() {
+        let enc = ParametricEncoderConfig {
+            start_bitrate: Bitrate::kbps(500),
+            min_bitrate: Bitrate::kbps(80),
+            max_bitrate: Bitrate::mbps(4),
+            ..ParametricEncoderConfig::default()
+        };
+        let Ok(CcConfig::Sqp(c)) = cc_config("sqp", None, &enc) else {
+            panic!("sqp")
+        };
+        let want = SqpConfig {
+            start_bitrate: enc.start_bitrate,
+            min_bitrate: enc.min_bitrate,
+            max_bitrate: enc.max_bitrate,
+            ..SqpConfig::default()
+        };
+        assert_ne!(want, SqpConfig::default());
+        assert_eq!(c, want);
+        assert_eq!(
+            cc_config("nope", None, &enc),
+            Err("unknown congestion controller \"nope\"".to_string())
+        );
+    }
+
+    /// The bounds keys with non-default values, for the full tables below.
+    const BOUNDS_TOML: &str =
+        "start_bitrate = \"700kbps\"\nmin_bitrate = \"100kbps\"\nmax_bitrate = \"3Mbps\"\n";
+
+    /// The bitrates of [`BOUNDS_TOML`]: start, min, max.
+    const BOUNDS_SET: (Bitrate, Bitrate, Bitrate) =
+        (Bitrate::kbps(700), Bitrate::kbps(100), Bitrate::mbps(3));
+
+    #[test]
+    fn gcc_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}probing = false\nperiodic_alr_probing = true\n\
+             alr_probing_interval = \"3s\"\nalr_probe_scale = 1.5\nfirst_probe_scale = 4\n\
+             second_probe_scale = 0\nfurther_probe_scale = 1.25\n\
+             further_probe_threshold = 0.5\nprobe_min_packets = 3\n\
+             probe_min_duration = \"20ms\""
+        );
+        let mut want = GccConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.probing = false;
+        let p = &mut want.probe;
+        p.periodic_alr_probing = true;
+        p.alr_probing_interval = Duration::from_secs(3);
+        p.alr_probe_scale = 1.5;
+        p.first_exponential_probe_scale = 4.0;
+        p.second_exponential_probe_scale = 0.0;
+        p.further_exponential_probe_scale = 1.25;
+        p.further_probe_threshold = 0.5;
+        p.min_probe_packets = 3;
+        p.min_probe_duration = Duration::from_millis(20);
+        assert_eq!(parse("gcc", &text), Ok(CcConfig::Gcc(want)));
+        assert_eq!(
+            parse("gcc", "probe_min_duration = \"0s\""),
+            Err("`probe_min_duration`: must be positive".to_string())
+        );
+    }
+
+    #[test]
+    fn fixed_full_table() {
+        let want = FixedConfig {
+            bitrate: Bitrate::kbps(450),
+            pacing_factor: 1.5,
+        };
+        let got = parse("fixed", "bitrate = \"450kbps\"\npacing_factor = 1.5");
+        assert_eq!(got, Ok(CcConfig::Fixed(want)));
+        let Ok(CcConfig::Fixed(c)) = parse("fixed", "") else {
+            panic!("fixed")
+        };
+        assert_eq!(c.bitrate, ParametricEncoderConfig::default().start_bitrate);
+        assert_eq!(
+            parse("fixed", "pacing_factor = 0.5"),
+            Err("`pacing_factor`: expected a number ≥ 1, got 0.5".to_string())
+        );
+    }
+
+    #[test]
+    fn copa_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}mode = \"competitive\"\nrate_rtt = \"srtt\"\ndelta = 0.25\n\
+             compensate_feedback_hold = false"
+        );
+        let mut want = CopaConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.mode = CopaMode::Competitive;
+        want.rate_rtt = RateRtt::Smoothed;
+        want.delta = 0.25;
+        want.compensate_feedback_hold = false;
+        assert_ne!(want, CopaConfig::default());
+        assert_eq!(parse("copa", &text), Ok(CcConfig::Copa(want)));
+        assert_eq!(
+            parse("copa", "mode = 3"),
+            Err("`mode`: expected \"default\" or \"competitive\", got 3".to_string())
+        );
+        assert_eq!(
+            parse("copa", "rate_rtt = \"x\""),
+            Err("`rate_rtt`: expected \"standing\" or \"srtt\", got \"x\"".to_string())
+        );
+        assert_eq!(
+            parse("copa", "delta = 0"),
+            Err("`delta`: expected a number in (0, 1], got 0".to_string())
+        );
+    }
+
+    #[test]
+    fn sqp_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}pacing_multiplier = 3\ntarget_multiplier = 0.75\nsample_gain = 0.25\n\
+             min_owd_window = \"5s\"\nqueue_drain_time = \"100ms\"\nqueue_deadband = \"3ms\"\n\
+             min_recovery_factor = 0.25"
+        );
+        let mut want = SqpConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.pacing_multiplier = 3.0;
+        want.target_multiplier = 0.75;
+        want.sample_gain = 0.25;
+        want.min_owd_window = Duration::from_secs(5);
+        want.queue_drain_time = Duration::from_millis(100);
+        want.queue_deadband = Duration::from_millis(3);
+        want.min_recovery_factor = 0.25;
+        assert_eq!(parse("sqp", &text), Ok(CcConfig::Sqp(want)));
+    }
+
+    #[test]
+    fn pudica_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}pacing_multiplier = 3\nbur_ceiling = 0.75\nsample_gain = 0.25\n\
+             max_increase = 2\ndecrease_factor = 0.5\nqueue_low = \"8ms\"\n\
+             queue_high = \"50ms\"\nmin_owd_window = \"5s\""
+        );
+        let mut want = PudicaConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.pacing_multiplier = 3.0;
+        want.bur_ceiling = 0.75;
+        want.sample_gain = 0.25;
+        want.max_increase = 2.0;
+        want.decrease_factor = 0.5;
+        want.queue_low = Duration::from_millis(8);
+        want.queue_high = Duration::from_millis(50);
+        want.min_owd_window = Duration::from_secs(5);
+        assert_eq!(parse("pudica", &text), Ok(CcConfig::Pudica(want)));
+        assert_eq!(
+            parse("pudica", "queue_low = \"50ms\"\nqueue_high = \"5ms\""),
+            Err("`queue_high` (5ms) must not be below `queue_low` (50ms)".to_string())
+        );
+    }
+
+    #[test]
+    fn bbr_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}seed = 42\nprobe_rtt_duration = \"150ms\"\n\
+             app_limited_detection = false"
+        );
+        let mut want = BbrConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.seed = 42;
+        want.probe_rtt_duration = Duration::from_millis(150);
+        want.app_limited_detection = false;
+        assert_ne!(want, BbrConfig::default());
+        assert_eq!(parse("bbr", &text), Ok(CcConfig::Bbr(want)));
+    }
+
+    #[test]
+    fn camel_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}gamma_initial = 0.9\ngamma_decrease = 0.9\ngradient_threshold = 0.2\n\
+             pacing_gain = 1.5\nloss_margin = 0.05\ndetect_window = \"300ms\"\n\
+             bw_window = \"2s\"\nmin_delay_window = \"5s\"\nburst_gap = \"2ms\"\n\
+             record_timeout = \"3s\"\nburst_update_interval = \"3s\"\n\
+             fallback_hold = \"20s\"\ndetect_min_spread = \"3KB\"\nslice = \"4KB\"\n\
+             burst_step = \"4KB\"\nburst_min = \"4KB\"\nburst_initial = \"8KB\"\n\
+             burst_max = \"40KB\"\ndetect_min_samples = 5\nslice_min_packets = 3\n\
+             phys_loss_history = 4\nfallback = false"
+        );
+        let mut want = CamelConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.gamma_initial = 0.9;
+        want.gamma_decrease = 0.9;
+        want.gradient_threshold = 0.2;
+        want.pacing_gain = 1.5;
+        want.loss_margin = 0.05;
+        want.detect_window = Duration::from_millis(300);
+        want.bw_window = Duration::from_secs(2);
+        want.min_delay_window = Duration::from_secs(5);
+        want.burst_gap = Duration::from_millis(2);
+        want.record_timeout = Duration::from_secs(3);
+        want.burst_update_interval = Duration::from_secs(3);
+        want.fallback_hold = Duration::from_secs(20);
+        want.detect_min_spread = Bytes::new(3000);
+        want.slice = Bytes::new(4000);
+        want.burst_step = Bytes::new(4000);
+        want.burst_min = Bytes::new(4000);
+        want.burst_initial = Bytes::new(8000);
+        want.burst_max = Bytes::new(40_000);
+        want.detect_min_samples = 5;
+        want.slice_min_packets = 3;
+        want.phys_loss_history = 4;
+        want.fallback = false;
+        assert_eq!(parse("camel", &text), Ok(CcConfig::Camel(want)));
+        // Ranges are left to `CamelConfig::validate`.
+        let e = parse("camel", "gamma_initial = 2").unwrap_err();
+        assert!(e.starts_with("camel: gamma_initial = 2"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod gcc_tests {
+    use super::*;
+
+    fn gcc(toml_text: &str) -> Result<rtcc_core::cc::GccConfig, String> {
+        let t: toml::Table = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        match cc_config("gcc", Some(&t), &ParametricEncoderConfig::default())? {
+            CcConfig::Gcc(c) => Ok(c),
+            other => Err(format!("not gcc: {other:?}")),
+        }
+    }
+
+    #[test]
+    fn probing_keys_are_read_and_checked() {
+        let d = gcc("").unwrap();
+        assert!(d.probing && !d.probe.periodic_alr_probing);
+        let c = gcc(
+            "probing = false\nperiodic_alr_probing = true\nalr_probing_interval = \"2s\"\n\
+             first_probe_scale = 2\nsecond_probe_scale = 0\nprobe_min_packets = 7\n\
+             probe_min_duration = \"30ms\"",
+        )
+        .unwrap();
+        assert!(!c.probing && c.probe.periodic_alr_probing);
+        assert_eq!(c.probe.alr_probing_interval, Duration::from_secs(2));
+        assert!((c.probe.first_exponential_probe_scale - 2.0).abs() < 1e-12);
+        assert!(c.probe.second_exponential_probe_scale.abs() < 1e-12);
+        assert_eq!(c.probe.min_probe_packets, 7);
+        assert_eq!(c.probe.min_probe_duration, Duration::from_millis(30));
+        assert!(gcc("probing = 1").unwrap_err().contains("probing"));
+        assert!(gcc("first_probe_scale = 0").is_err());
+        assert!(gcc("probe = true").unwrap_err().contains("unknown key"));
+    }
+}
