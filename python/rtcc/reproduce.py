@@ -63,6 +63,7 @@ import copy
 import math
 import operator
 import os
+import shutil
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -401,10 +402,11 @@ def _judge(claim: Claim, all_summaries: Mapping[str, Sequence[Mapping[str, Any]]
     return res
 
 
-# Figures of a compared experiment: a column per controller, so only the two
-# kinds the paper's figures show, at a resolution that keeps the page light.
+# Figures of an experiment: a column per controller (or one for a plain
+# experiment); only the two kinds the paper's figures show, at a resolution
+# that keeps the page and the repository light (`rtcc report` draws them all).
 _GROUP_KINDS: tuple[FigureKind, ...] = ("rate", "delay")
-_GROUP_DPI = 80
+_GROUP_DPI = 60
 
 
 def _figures(
@@ -417,12 +419,12 @@ def _figures(
     groups: dict[str, list[str]] = {}
     for exp_id, exp in experiments.items():
         groups.setdefault(exp.group, []).append(exp_id)
+    # The folder belongs to this page: figures of experiments since removed
+    # must not linger.
+    if out_dir.is_dir():
+        shutil.rmtree(out_dir)
     figures: dict[str, list[Path]] = {}
     for group, ids in groups.items():
-        if len(ids) == 1 and experiments[ids[0]].cc is None:
-            paths = plot.save_figures([load_run(first_dirs[ids[0]])], out_dir / group)
-            figures[group] = [p for p in paths if p.suffix == ".png"]
-            continue
         results = [load_run(first_dirs[i]) for i in ids]
         (out_dir / group).mkdir(parents=True, exist_ok=True)
         figures[group] = []

@@ -245,6 +245,7 @@ pub(crate) fn cc_config(
                         "slice_min_packets",
                         "phys_loss_history",
                         "fallback",
+                        "anchored_gradient",
                     ],
                 ]
                 .concat(),
@@ -277,6 +278,7 @@ pub(crate) fn cc_config(
             set(&mut c.slice_min_packets, k.count("slice_min_packets")?);
             set(&mut c.phys_loss_history, k.count("phys_loss_history")?);
             set(&mut c.fallback, k.flag("fallback")?);
+            set(&mut c.anchored_gradient, k.flag("anchored_gradient")?);
             c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::Camel(c))
         }
