@@ -490,6 +490,25 @@ impl<E: EncoderModel> SenderSession<E> {
         self.check_feedback_timeout(now);
     }
 
+    /// Bookkeeping common to every packet that leaves: the history that
+    /// feedback is joined against, the silence clock of the feedback timeout,
+    /// the pacer's budget and the controller.
+    fn record_sent(&mut self, now: Instant, sent: SentPacket) {
+        if self.history.is_empty() {
+            self.history_base = sent.seq;
+        }
+        self.history.push_back(HistoryEntry {
+            sent,
+            reported: false,
+            received: false,
+        });
+        if self.silent_since.is_none() {
+            self.silent_since = Some(now);
+        }
+        self.pacer.on_sent(now, sent.size);
+        self.cc.on_packet_sent(now, &sent);
+    }
+
     /// The next packet to send now, if the window and the pacer allow.
     /// Packets the recovery scheme asks for go ahead of queued media.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -553,19 +572,7 @@ impl<E: EncoderModel> SenderSession<E> {
             last_in_frame: media && packet.last_in_frame,
             bytes_in_flight: self.in_flight,
         };
-        if self.history.is_empty() {
-            self.history_base = seq;
-        }
-        self.history.push_back(HistoryEntry {
-            sent,
-            reported: false,
-            received: false,
-        });
-        if self.silent_since.is_none() {
-            self.silent_since = Some(now);
-        }
-        self.pacer.on_sent(now, packet.wire_size);
-        self.cc.on_packet_sent(now, &sent);
+        self.record_sent(now, sent);
         self.recovery.on_packet_sent(now, media_seq, &packet, kind);
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
@@ -634,19 +641,7 @@ impl<E: EncoderModel> SenderSession<E> {
             last_in_frame: false,
             bytes_in_flight: self.in_flight,
         };
-        if self.history.is_empty() {
-            self.history_base = seq;
-        }
-        self.history.push_back(HistoryEntry {
-            sent,
-            reported: false,
-            received: false,
-        });
-        if self.silent_since.is_none() {
-            self.silent_since = Some(now);
-        }
-        self.pacer.on_sent(now, size);
-        self.cc.on_packet_sent(now, &sent);
+        self.record_sent(now, sent);
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += size.get();
