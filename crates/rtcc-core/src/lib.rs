@@ -36,12 +36,14 @@
 //! - [`media`]: frames, the encoder model, the packetizer, the player.
 //! - [`feedback`]: the receiver's feedback builder and the NACK message.
 //! - [`recovery`]: the [`recovery::LossRecovery`] trait and NACK-based retransmission.
+//! - [`multipath`]: the [`multipath::PathScheduler`] trait and the multipath packet schedulers.
 //! - [`session`]: the media sender and receiver sessions that tie it all together.
 
 pub mod cc;
 pub mod estimate;
 pub mod feedback;
 pub mod media;
+pub mod multipath;
 pub mod pacer;
 pub mod packet;
 pub mod recovery;
