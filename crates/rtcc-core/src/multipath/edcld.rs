@@ -29,7 +29,9 @@ pub struct EdcldConfig {
     /// experiment, w is set to 0.8."
     pub w: f64,
     /// Meta packet size `L` that turns the M/M/1 term into seconds. The paper
-    /// gives none; 1200 B is a typical video RTP packet.
+    /// gives none; default the packetizer's payload MTU
+    /// ([`DEFAULT_MTU`](crate::media::packetizer::DEFAULT_MTU), 1200 B), the
+    /// size of the meta packets the session schedules.
     pub packet_size: Bytes,
     /// How often the split ratios are updated (one quadratic step per
     /// update). The paper gives no period; 100 ms is a few frames at 30 fps,
@@ -45,7 +47,7 @@ impl Default for EdcldConfig {
         EdcldConfig {
             // §4.3: w = 0.8.
             w: 0.8,
-            packet_size: Bytes::new(1200),
+            packet_size: crate::media::packetizer::DEFAULT_MTU,
             update_interval: Duration::from_millis(100),
             // RFC 9002 §6.2.2: kInitialRtt = 333 ms.
             unknown_rtt: Duration::from_millis(333),

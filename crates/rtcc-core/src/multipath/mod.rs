@@ -57,7 +57,8 @@ pub struct PathState {
 }
 
 impl PathState {
-    /// A usable path with the given rate, RTT and queue, no loss.
+    /// A usable path with the given rate, RTT (also taken as `min_rtt`) and
+    /// queue, no loss.
     pub fn new(pacing_rate: Bitrate, srtt: Option<Duration>, queued: Bytes) -> Self {
         PathState {
             srtt,
