@@ -13,7 +13,8 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::{
-    BbrConfig, CamelConfig, CcConfig, CopaConfig, FixedConfig, GccConfig, PudicaConfig, SqpConfig,
+    BbrConfig, CamelConfig, CcConfig, CopaConfig, DelayBbrConfig, FixedConfig, GccConfig,
+    PudicaConfig, SqpConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
@@ -216,6 +217,42 @@ pub(crate) fn cc_config(
                 k.flag("app_limited_detection")?,
             );
             Ok(CcConfig::Bbr(c))
+        }
+        "delay-bbr" => {
+            // Tunables of docs/algorithms/delay-bbr.md ("Parameters").
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "seed",
+                        "app_limited_detection",
+                        "min_rtt_expiry",
+                        "srtt_alpha",
+                        "beta",
+                        "backoff_gain",
+                        "similar_min_rtt",
+                        "padding",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = DelayBbrConfig::default();
+            (c.bbr.start_bitrate, c.bbr.min_bitrate, c.bbr.max_bitrate) = k.bounds(enc)?;
+            set(&mut c.bbr.seed, k.count("seed")?);
+            set(
+                &mut c.bbr.app_limited_detection,
+                k.flag("app_limited_detection")?,
+            );
+            set(&mut c.bbr.rtprop_filter_len, k.duration("min_rtt_expiry")?);
+            set(&mut c.srtt_alpha, k.num("srtt_alpha", 0.0, 1.0)?);
+            set(&mut c.beta, k.num("beta", 1.0, 100.0)?);
+            set(&mut c.backoff_gain, k.num("backoff_gain", 0.0, 1.0)?);
+            set(
+                &mut c.similar_min_rtt,
+                k.num("similar_min_rtt", 1.0, 100.0)?,
+            );
+            set(&mut c.padding, k.flag("padding")?);
+            Ok(CcConfig::DelayBbr(c))
         }
         "camel" => {
             // Tunables of docs/algorithms/camel.md ("Parameters").
@@ -758,6 +795,33 @@ mod tests {
         want.app_limited_detection = false;
         assert_ne!(want, BbrConfig::default());
         assert_eq!(parse("bbr", &text), Ok(CcConfig::Bbr(want)));
+    }
+
+    #[test]
+    fn delay_bbr_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}seed = 7\napp_limited_detection = false\nmin_rtt_expiry = \"5s\"\n\
+             srtt_alpha = 0.5\nbeta = 1.5\nbackoff_gain = 0.8\nsimilar_min_rtt = 1.2\n\
+             padding = false"
+        );
+        let mut want = DelayBbrConfig::default();
+        (
+            want.bbr.start_bitrate,
+            want.bbr.min_bitrate,
+            want.bbr.max_bitrate,
+        ) = BOUNDS_SET;
+        want.bbr.seed = 7;
+        want.bbr.app_limited_detection = false;
+        want.bbr.rtprop_filter_len = Duration::from_secs(5);
+        want.srtt_alpha = 0.5;
+        want.beta = 1.5;
+        want.backoff_gain = 0.8;
+        want.similar_min_rtt = 1.2;
+        want.padding = false;
+        assert_ne!(want, DelayBbrConfig::default());
+        assert_eq!(parse("delay-bbr", &text), Ok(CcConfig::DelayBbr(want)));
+        assert!(parse("delay-bbr", "probe_rtt_duration = \"1s\"").is_err());
+        assert!(parse("delay-bbr", "backoff_gain = 1.5").is_err());
     }
 
     #[test]

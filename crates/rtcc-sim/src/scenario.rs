@@ -444,7 +444,7 @@ pub struct FlowSpec {
     pub name: String,
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed | camel | bbr | copa | sqp | pudica;
+    /// Congestion controller (media: gcc | fixed | camel | bbr | delay-bbr | copa | sqp | pudica;
     /// tcp: newreno | reno | tahoe | cubic).
     pub cc: Option<Spanned<String>>,
     /// Start time.

@@ -7,6 +7,7 @@
 pub mod bbr;
 pub mod camel;
 pub mod copa;
+pub mod delay_bbr;
 pub mod fixed;
 pub mod gcc;
 pub mod pudica;
@@ -20,6 +21,7 @@ use crate::units::{Bitrate, Bytes};
 pub use bbr::{Bbr, BbrConfig};
 pub use camel::{Camel, CamelConfig};
 pub use copa::{Copa, CopaConfig, CopaMode};
+pub use delay_bbr::{DelayBbr, DelayBbrConfig};
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};
@@ -159,12 +161,22 @@ pub enum CcConfig {
     Copa(CopaConfig),
     /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00).
     Bbr(BbrConfig),
+    /// Delay-BBR (papers/delay-bbr-multipath.txt §4.1).
+    DelayBbr(DelayBbrConfig),
 }
 
 impl CcConfig {
     /// Names of the built-in controllers, as accepted in scenarios.
-    pub const NAMES: &'static [&'static str] =
-        &["gcc", "fixed", "camel", "bbr", "copa", "sqp", "pudica"];
+    pub const NAMES: &'static [&'static str] = &[
+        "gcc",
+        "fixed",
+        "camel",
+        "bbr",
+        "copa",
+        "sqp",
+        "pudica",
+        "delay-bbr",
+    ];
 
     /// The default configuration of the built-in controller `name` (one of
     /// [`NAMES`](Self::NAMES)), or `None` for an unknown name.
@@ -177,6 +189,7 @@ impl CcConfig {
             "camel" => Some(CcConfig::Camel(CamelConfig::default())),
             "copa" => Some(CcConfig::Copa(CopaConfig::default())),
             "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
+            "delay-bbr" => Some(CcConfig::DelayBbr(DelayBbrConfig::default())),
             _ => None,
         }
     }
@@ -191,6 +204,7 @@ impl CcConfig {
             CcConfig::Camel(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Copa(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Bbr(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::DelayBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
         }
     }
 
@@ -204,6 +218,7 @@ impl CcConfig {
             CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, c.clone()))),
             CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
             CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),
+            CcConfig::DelayBbr(c) => Controller::DelayBbr(Box::new(DelayBbr::new(now, c.clone()))),
         }
     }
 }
@@ -226,6 +241,8 @@ pub enum Controller {
     Copa(Box<Copa>),
     /// BBR v1.
     Bbr(Box<Bbr>),
+    /// Delay-BBR.
+    DelayBbr(Box<DelayBbr>),
 }
 
 macro_rules! dispatch {
@@ -238,6 +255,7 @@ macro_rules! dispatch {
             Controller::Camel($c) => $e,
             Controller::Copa($c) => $e,
             Controller::Bbr($c) => $e,
+            Controller::DelayBbr($c) => $e,
         }
     };
 }

@@ -178,6 +178,12 @@ pub struct Bbr {
     // --- ProbeBW (§4.3.4.3)
     cycle_index: usize,
     cycle_stamp: Instant,
+    /// The ProbeBW gain cycle: [`PACING_GAIN_CYCLE`] for BBR; a derivative
+    /// (Delay-BBR) substitutes its own through [`Bbr::set_gain_cycle`].
+    gain_cycle: [f64; 8],
+    /// ProbeRTT caps cwnd at `BBRMinPipeCwnd` (§4.2.3.5). True for BBR;
+    /// Delay-BBR's ProbeRTT drains by pacing instead and turns it off.
+    probe_rtt_caps_cwnd: bool,
     // --- ProbeRTT (§4.3.5)
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
@@ -227,6 +233,8 @@ impl Bbr {
             full_bw_count: 0,
             cycle_index: 0,
             cycle_stamp: now,
+            gain_cycle: PACING_GAIN_CYCLE,
+            probe_rtt_caps_cwnd: true,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             idle_restart: false,
@@ -336,18 +344,99 @@ impl Bbr {
     // Per-ACK update (draft §4.1, §4.2: BBRUpdateOnACK)
 
     fn update_on_ack(&mut self, now: Instant, out: &AckOutcome, rtt: Option<Duration>) {
-        self.update_recovery(out);
         // BBRUpdateModelAndState
+        self.update_model(now, out, rtt);
+        self.check_probe_rtt(now);
+        self.update_control_parameters(out);
+    }
+
+    /// Recovery and `BBRUpdateModelAndState` up to, not including,
+    /// `BBRCheckProbeRTT`: a derivative with its own ProbeRTT (Delay-BBR)
+    /// runs this, then its ProbeRTT logic, then
+    /// [`update_control_parameters`](Self::update_control_parameters).
+    pub(crate) fn update_model(&mut self, now: Instant, out: &AckOutcome, rtt: Option<Duration>) {
+        self.update_recovery(out);
         self.update_btlbw(out);
         self.check_cycle_phase(now, out);
         self.check_full_pipe(out);
         self.check_drain(now);
         self.update_rtprop(now, rtt);
-        self.check_probe_rtt(now);
-        // BBRUpdateControlParameters
+    }
+
+    /// `BBRUpdateControlParameters` (§4.2).
+    pub(crate) fn update_control_parameters(&mut self, out: &AckOutcome) {
         self.set_pacing_rate();
         self.set_send_quantum();
         self.set_cwnd(out);
+    }
+
+    // ------------------------------------------------------------------
+    // Hooks for BBR derivatives (Delay-BBR); BBR itself never calls them.
+
+    /// Replace the ProbeBW gain cycle (takes effect at the next phase).
+    pub(crate) fn set_gain_cycle(&mut self, cycle: [f64; 8]) {
+        self.gain_cycle = cycle;
+    }
+    /// Whether ProbeRTT caps cwnd at `BBRMinPipeCwnd` (BBR: yes).
+    pub(crate) fn set_probe_rtt_caps_cwnd(&mut self, caps: bool) {
+        self.probe_rtt_caps_cwnd = caps;
+    }
+    /// The delivery-rate estimator, mutable.
+    pub(crate) fn delivery_rate_mut(&mut self) -> &mut DeliveryRateEstimator {
+        &mut self.rate
+    }
+    /// The RTprop estimate was older than `RTpropFilterLen` at the last ACK.
+    pub(crate) fn rtprop_expired(&self) -> bool {
+        self.rtprop_expired
+    }
+    /// Restart the RTprop expiry clock without changing RTprop.
+    pub(crate) fn refresh_rtprop_stamp(&mut self, now: Instant) {
+        self.rtprop_stamp = now;
+    }
+    /// The largest sequence number sent so far.
+    pub(crate) fn largest_sent(&self) -> Option<SeqNo> {
+        self.largest_sent
+    }
+    /// Enter ProbeRTT with the given pacing gain, the cwnd gain unchanged and
+    /// no cwnd saving (Delay-BBR §4.1, Algorithm 5 lines 2 and 6).
+    pub(crate) fn enter_probe_rtt_with_gain(&mut self, gain: f64) {
+        self.state = BbrState::ProbeRtt;
+        self.pacing_gain = gain;
+    }
+    /// Leave a derivative's ProbeRTT: ProbeBW, or Startup if the pipe was
+    /// never found full (as `BBRExitProbeRTT`, §4.3.5).
+    pub(crate) fn leave_probe_rtt(&mut self, now: Instant) {
+        self.idle_restart = false;
+        if self.filled_pipe {
+            self.enter_probe_bw(now);
+        } else {
+            self.enter_startup();
+        }
+    }
+    /// `on_packet_sent` with the application-limited check optional: a
+    /// padding packet sent for a probe means the sender is *not* out of data.
+    pub(crate) fn on_packet_sent_inner(
+        &mut self,
+        now: Instant,
+        pkt: &SentPacket,
+        may_mark_app_limited: bool,
+    ) {
+        self.handle_restart_from_idle();
+        self.rate.on_packet_sent(now, pkt);
+        self.largest_sent = Some(self.largest_sent.map_or(pkt.seq, |s| s.max(pkt.seq)));
+        if pkt.kind == PacketKind::Media && pkt.frame_id.is_some() {
+            self.pending_packets = self.pending_packets.saturating_sub(1);
+        }
+        // draft-cheng §3.3: no more data to send, window not full ⇒ app-limited.
+        // Without frame information (no `on_frame`) the sender is assumed to
+        // always have data.
+        if may_mark_app_limited
+            && self.tracks_frames
+            && self.pending_packets == 0
+            && self.rate.inflight() < self.cwnd
+        {
+            self.rate.mark_app_limited();
+        }
     }
 
     /// Round counting (§4.1.1.3): a round ends when a packet sent after the
@@ -466,7 +555,7 @@ impl Bbr {
 
     /// `BBRModulateCwndForProbeRTT` (§4.2.3.5).
     fn modulate_cwnd_for_probe_rtt(&mut self) {
-        if self.state == BbrState::ProbeRtt {
+        if self.state == BbrState::ProbeRtt && self.probe_rtt_caps_cwnd {
             self.cwnd = self.cwnd.min(self.min_pipe_cwnd());
         }
     }
@@ -503,18 +592,7 @@ impl CongestionController for Bbr {
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
-        self.handle_restart_from_idle();
-        self.rate.on_packet_sent(now, pkt);
-        self.largest_sent = Some(self.largest_sent.map_or(pkt.seq, |s| s.max(pkt.seq)));
-        if pkt.kind == PacketKind::Media && pkt.frame_id.is_some() {
-            self.pending_packets = self.pending_packets.saturating_sub(1);
-        }
-        // draft-cheng §3.3: no more data to send, window not full ⇒ app-limited.
-        // Without frame information (no `on_frame`) the sender is assumed to
-        // always have data.
-        if self.tracks_frames && self.pending_packets == 0 && self.rate.inflight() < self.cwnd {
-            self.rate.mark_app_limited();
-        }
+        self.on_packet_sent_inner(now, pkt, true);
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
