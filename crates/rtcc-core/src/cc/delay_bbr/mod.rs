@@ -295,9 +295,15 @@ impl CongestionController for DelayBbr {
         if !probing {
             return None;
         }
+        // A closed window cannot carry padding; asking for it would make the
+        // driver wake for a packet it may not send.
+        let budget = self.send_budget();
+        if budget.cwnd.is_some_and(|w| self.bbr.bytes_in_flight() >= w) {
+            return None;
+        }
         Some(ProbeRequest {
             cluster_id: self.cluster_id,
-            rate: self.send_budget().pacing_rate,
+            rate: budget.pacing_rate,
             padding_size: self.config.bbr.mss,
         })
     }

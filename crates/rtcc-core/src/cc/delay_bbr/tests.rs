@@ -374,3 +374,22 @@ fn padding_does_not_mark_app_limited() {
         assert_eq!(cc.bbr().delivery_rate().is_app_limited(), !padding);
     }
 }
+
+#[test]
+fn no_padding_request_with_the_window_closed() {
+    // A driver that wakes for padding it may not send would spin: the
+    // request is withdrawn while in-flight ≥ cwnd.
+    let mut cc = fresh(true);
+    assert!(cc.poll_probe(at(0)).is_some());
+    let mut seq = 0;
+    while cc
+        .send_budget()
+        .cwnd
+        .is_some_and(|w| cc.bbr().bytes_in_flight() < w)
+    {
+        cc.on_packet_sent(at(0), &pkt(seq, at(0), MSS, PacketKind::Padding));
+        seq += 1;
+    }
+    assert!(cc.bbr().state() == BbrState::Startup);
+    assert_eq!(cc.poll_probe(at(0)), None);
+}
