@@ -775,8 +775,17 @@ impl<E: EncoderModel> SenderSession<E> {
                 self.pacer.on_frame_at_head(now, head.frame_id);
             }
         }
+        // Padding obeys the window like media (see `poll_padding`): with the
+        // window closed there is nothing to wake for until feedback opens it,
+        // and waking anyway would spin at `now`.
+        let window_open = self
+            .cc
+            .send_budget()
+            .cwnd
+            .is_none_or(|c| self.in_flight < c);
         if self.queue.is_empty()
             && !recover
+            && window_open
             && self.probe_padding
             && self.cc.poll_probe(now).is_some()
         {
@@ -784,16 +793,9 @@ impl<E: EncoderModel> SenderSession<E> {
             self.pacer.set_budget(now, self.cc.send_budget());
             consider(Some(self.pacer.next_send_time(now)));
         }
-        if !self.queue.is_empty() || recover {
-            let window_open = self
-                .cc
-                .send_budget()
-                .cwnd
-                .is_none_or(|c| self.in_flight < c);
-            if window_open {
-                self.report_queue(now);
-                consider(Some(self.pacer.next_send_time(now)));
-            }
+        if (!self.queue.is_empty() || recover) && window_open {
+            self.report_queue(now);
+            consider(Some(self.pacer.next_send_time(now)));
         }
         t.map(|t| t.max(now))
     }
