@@ -669,7 +669,7 @@ impl TraceEncoder {
 
 /// Capture instant of frame `k` of a stream starting at `start` at `fps`:
 /// computed from `k` (never accumulated), so frame times do not drift.
-fn frame_time(start: Instant, fps: f64, k: u64) -> Instant {
+pub(crate) fn frame_time(start: Instant, fps: f64, k: u64) -> Instant {
     start + Duration::from_nanos((k as f64 * 1e9 / fps).round() as u64)
 }
 

@@ -32,7 +32,7 @@ use std::path::Path;
 
 use crate::media::encoder::{EncodedFrame, EncoderConfigError, EncoderModel};
 use crate::media::frame::FrameType;
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use crate::units::{Bitrate, Bytes};
 
 /// The header line a ladder CSV starts with.
@@ -340,8 +340,7 @@ impl LadderEncoder {
     }
 
     fn capture_time(&self, k: u64) -> Instant {
-        // From `k`, never accumulated, so frame times do not drift.
-        self.start + Duration::from_nanos((k as f64 * 1e9 / self.fps).round() as u64)
+        super::encoder::frame_time(self.start, self.fps, k)
     }
 }
 
