@@ -397,6 +397,7 @@ impl EncoderModel for LadderEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::Duration;
 
     /// Three rungs of 4 frames; sizes encode (rung, index) so a test can
     /// tell which entry a frame came from: size = rung_kbps + index.
