@@ -65,6 +65,14 @@ const RECOVERY_RATE_WINDOW: Duration = Duration::from_secs(1);
 /// video/video_stream_encoder.cc `EncoderPaused`).
 pub const DEFAULT_FRAME_DROP_QUEUE_TIME: Duration = Duration::from_secs(2);
 
+/// While the congestion window is full, one keep-alive padding packet goes
+/// out every this long, window or not: libwebrtc's
+/// `PacingController::kCongestedPacketInterval` (500 ms), sent as padding
+/// while `Congested()`. Without it, a window whose every packet was lost
+/// never hears of the loss (nothing later reaches the receiver, so no report
+/// names the holes) and the sender stalls for ever.
+pub const CONGESTED_PACKET_INTERVAL: Duration = Duration::from_millis(500);
+
 /// Sender settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -174,6 +182,9 @@ pub struct SenderStats {
     pub padding_packets_sent: u64,
     /// Bytes of padding sent (included in `bytes_sent`).
     pub padding_bytes_sent: u64,
+    /// Keep-alive padding packets sent into a full window
+    /// ([`CONGESTED_PACKET_INTERVAL`]; included in `padding_packets_sent`).
+    pub keepalives_sent: u64,
     /// Frames dropped at the sender because the queue was too long
     /// ([`SenderConfig::frame_drop_queue_time`]); not in `frames_encoded`.
     pub frames_dropped_at_sender: u64,
@@ -231,8 +242,11 @@ pub struct SenderSession<E> {
     silent_since: Option<Instant>,
     /// Back-off steps in force (0 = none).
     backoff_steps: u64,
-    /// Send padding for the controller's probes when there is no media.
+    /// Send padding for the controller's probes when there is no media
+    /// (and keep-alives into a full window, [`CONGESTED_PACKET_INTERVAL`]).
     probe_padding: bool,
+    /// When the last packet of any kind left.
+    last_sent: Option<Instant>,
 }
 
 impl<E: EncoderModel> SenderSession<E> {
@@ -272,6 +286,7 @@ impl<E: EncoderModel> SenderSession<E> {
             silent_since: None,
             backoff_steps: 0,
             probe_padding: false,
+            last_sent: None,
         }
     }
 
@@ -505,6 +520,7 @@ impl<E: EncoderModel> SenderSession<E> {
         if self.silent_since.is_none() {
             self.silent_since = Some(now);
         }
+        self.last_sent = Some(now);
         self.pacer.on_sent(now, sent.size);
         self.cc.on_packet_sent(now, &sent);
     }
@@ -525,11 +541,9 @@ impl<E: EncoderModel> SenderSession<E> {
                 self.pacer.on_frame_at_head(now, head.frame_id);
             }
         }
-        if let Some(cwnd) = self.cc.send_budget().cwnd {
-            if self.in_flight >= cwnd {
-                self.pacer.cancel_due();
-                return None;
-            }
+        if self.window_full() {
+            self.pacer.cancel_due();
+            return self.poll_keepalive(now);
         }
         self.report_queue(now);
         if !self.pacer.can_send(now) {
@@ -601,15 +615,13 @@ impl<E: EncoderModel> SenderSession<E> {
         if !self.probe_padding {
             return None;
         }
+        if self.window_full() {
+            self.pacer.cancel_due();
+            return self.poll_keepalive(now);
+        }
         let probe = self.cc.poll_probe(now)?;
         // The controller paces at the probe rate while probing.
         self.pacer.set_budget(now, self.cc.send_budget());
-        if let Some(cwnd) = self.cc.send_budget().cwnd {
-            if self.in_flight >= cwnd {
-                self.pacer.cancel_due();
-                return None;
-            }
-        }
         if !self.pacer.can_send(now) {
             return None;
         }
@@ -618,6 +630,38 @@ impl<E: EncoderModel> SenderSession<E> {
             .padding_size
             .max(self.packetizer.header_overhead + Bytes::new(1))
             .min(full);
+        Some(self.send_padding(now, size))
+    }
+
+    /// True while the controller's congestion window is full.
+    fn window_full(&self) -> bool {
+        self.cc
+            .send_budget()
+            .cwnd
+            .is_some_and(|c| self.in_flight >= c)
+    }
+
+    /// When a keep-alive is due into the full window, if padding is on and
+    /// something was ever sent ([`CONGESTED_PACKET_INTERVAL`]).
+    fn keepalive_due(&self) -> Option<Instant> {
+        if !self.probe_padding {
+            return None;
+        }
+        self.last_sent.map(|t| t + CONGESTED_PACKET_INTERVAL)
+    }
+
+    /// A keep-alive padding packet of one payload byte, if one is due.
+    fn poll_keepalive(&mut self, now: Instant) -> Option<Transmit> {
+        if self.keepalive_due().is_none_or(|t| now < t) {
+            return None;
+        }
+        self.stats.keepalives_sent += 1;
+        let size = self.packetizer.header_overhead + Bytes::new(1);
+        Some(self.send_padding(now, size))
+    }
+
+    /// Send a padding packet of `size` bytes on the wire.
+    fn send_padding(&mut self, now: Instant, size: Bytes) -> Transmit {
         let packet = MediaPacket {
             frame_id: u64::MAX,
             frame_type: crate::media::frame::FrameType::Delta,
@@ -647,13 +691,13 @@ impl<E: EncoderModel> SenderSession<E> {
         self.stats.bytes_sent += size.get();
         self.stats.padding_packets_sent += 1;
         self.stats.padding_bytes_sent += size.get();
-        Some(Transmit {
+        Transmit {
             seq,
             media_seq: self.next_media_seq,
             kind: PacketKind::Padding,
             packet,
             send_time: now,
-        })
+        }
     }
 
     /// A NACK from the receiver arrived: the recovery scheme queues the
@@ -797,6 +841,9 @@ impl<E: EncoderModel> SenderSession<E> {
             self.report_queue(now);
             consider(Some(self.pacer.next_send_time(now)));
         }
+        if !window_open {
+            consider(self.keepalive_due());
+        }
         t.map(|t| t.max(now))
     }
 }
@@ -905,6 +952,78 @@ mod tests {
             out.iter().filter(|x| x.kind == PacketKind::Padding).count() as u64
         );
         out
+    }
+
+    /// A BBR sender whose packets all vanish (no feedback ever), driven
+    /// for `ms` milliseconds at the instants its `poll_timeout` asks for.
+    fn blackholed_bbr(padding: bool, ms: u64) -> (Vec<Transmit>, SenderSession<TraceEncoder>) {
+        let enc = TraceEncoder::new(
+            Instant::ZERO,
+            30.0,
+            vec![(Bytes::new(20_000), FrameType::Delta)],
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            cc: CcConfig::Bbr(crate::cc::BbrConfig::default()),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        if padding {
+            s.enable_probe_padding();
+        }
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        let end = Instant::from_millis(ms);
+        while t < end {
+            s.on_timeout(t);
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            let next = s
+                .poll_timeout(t)
+                .expect("an encoder always has a next frame");
+            assert!(next >= t);
+            t = next.max(t + Duration::from_micros(1));
+        }
+        (out, s)
+    }
+
+    #[test]
+    fn a_full_window_sends_a_keepalive_every_500_ms() {
+        let (sent, s) = blackholed_bbr(true, 3_000);
+        // The window (10 packets) fills at once and no feedback opens it.
+        let media = sent.iter().filter(|x| x.kind == PacketKind::Media).count();
+        let window = usize::try_from(s.controller().send_budget().cwnd.unwrap().get()).unwrap();
+        assert!((1..=window / 1200 + 1).contains(&media), "{media} packets");
+        let last_media = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Media)
+            .map(|x| x.send_time)
+            .max()
+            .unwrap();
+        let keep: Vec<Instant> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Padding)
+            .map(|x| x.send_time)
+            .collect();
+        // libwebrtc's kCongestedPacketInterval: 500 ms after the last packet.
+        let want: Vec<Instant> = (1..=5)
+            .map(|k| last_media + CONGESTED_PACKET_INTERVAL * k)
+            .filter(|t| *t < Instant::from_millis(3_000))
+            .collect();
+        assert_eq!(keep, want);
+        assert!(sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Padding)
+            .all(|x| x.packet.wire_size == Packetizer::default().header_overhead + Bytes::new(1)));
+        assert_eq!(s.stats().keepalives_sent, keep.len() as u64);
+    }
+
+    #[test]
+    fn no_keepalive_without_padding_support() {
+        let (sent, s) = blackholed_bbr(false, 3_000);
+        assert!(sent.iter().all(|x| x.kind == PacketKind::Media));
+        assert_eq!(s.stats().keepalives_sent, 0);
     }
 
     #[test]

@@ -184,6 +184,8 @@ pub struct Bbr {
     /// ProbeRTT caps cwnd at `BBRMinPipeCwnd` (§4.2.3.5). True for BBR;
     /// Delay-BBR's ProbeRTT drains by pacing instead and turns it off.
     probe_rtt_caps_cwnd: bool,
+    /// An expired RTprop takes the next sample even if higher (BBR: yes).
+    rtprop_rises_on_expiry: bool,
     // --- ProbeRTT (§4.3.5)
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
@@ -235,6 +237,7 @@ impl Bbr {
             cycle_stamp: now,
             gain_cycle: PACING_GAIN_CYCLE,
             probe_rtt_caps_cwnd: true,
+            rtprop_rises_on_expiry: true,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             idle_restart: false,
@@ -381,6 +384,12 @@ impl Bbr {
     pub(crate) fn set_probe_rtt_caps_cwnd(&mut self, caps: bool) {
         self.probe_rtt_caps_cwnd = caps;
     }
+    /// Whether an expired RTprop is replaced by the next sample even when it
+    /// is higher (BBR: yes, §4.1.2.3). With `false`, RTprop only ever falls
+    /// and expiry is only a signal ([`rtprop_expired`](Self::rtprop_expired)).
+    pub(crate) fn set_rtprop_rises_on_expiry(&mut self, rises: bool) {
+        self.rtprop_rises_on_expiry = rises;
+    }
     /// The delivery-rate estimator, mutable.
     pub(crate) fn delivery_rate_mut(&mut self) -> &mut DeliveryRateEstimator {
         &mut self.rate
@@ -471,7 +480,8 @@ impl Bbr {
     fn update_rtprop(&mut self, now: Instant, rtt: Option<Duration>) {
         self.rtprop_expired = now > self.rtprop_stamp + self.config.rtprop_filter_len;
         if let Some(rtt) = rtt {
-            if self.rtprop.is_none_or(|r| rtt <= r) || self.rtprop_expired {
+            let expiry_replaces = self.rtprop_expired && self.rtprop_rises_on_expiry;
+            if self.rtprop.is_none_or(|r| rtt <= r) || expiry_replaces {
                 self.rtprop = Some(rtt);
                 self.rtprop_stamp = now;
             }

@@ -112,6 +112,9 @@ impl DelayBbr {
         // Algorithm 5: ProbeRTT drains by pacing at 0.75, "instead of only
         // four packets are sent".
         bbr.set_probe_rtt_caps_cwnd(false);
+        // Algorithm 3 lines 4–7: min_rtt_ only ever falls; its expiry
+        // (Algorithm 2 line 3) triggers a back-off, never a higher min (I12).
+        bbr.set_rtprop_rises_on_expiry(false);
         DelayBbr {
             bbr,
             sampler: SendAckRateSampler::new(),
@@ -268,7 +271,21 @@ impl CongestionController for DelayBbr {
     }
 
     fn target_bitrate(&self) -> Bitrate {
-        self.bbr.target_bitrate()
+        // I11: during a back-off the encoder follows the reduced sending
+        // rate (§4.1: "the sending rate would be reduced to 0.75X of its
+        // maximum rate"). Were it left at BtlBw, the encoder would fill the
+        // sender queue faster than the 0.75 pacing drains it, the pacer's
+        // queue-time limit would then pace above the gain, and the back-off
+        // would never drain the network queue.
+        let target = self.bbr.target_bitrate();
+        if self.bbr.state() == BbrState::ProbeRtt {
+            let c = &self.config.bbr;
+            target
+                .mul_f64(self.config.backoff_gain)
+                .clamp(c.min_bitrate, c.max_bitrate)
+        } else {
+            target
+        }
     }
 
     fn send_budget(&self) -> SendBudget {

@@ -264,6 +264,50 @@ fn min_rtt_expiry_also_backs_off() {
 }
 
 #[test]
+fn backoff_lowers_the_encoder_target_with_the_pacing_rate() {
+    // I11: the encoder follows the 0.75 sending rate during a back-off and
+    // gets BtlBw back when ProbeBW resumes.
+    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let btlbw = cc.bbr().btlbw();
+    assert_eq!(cc.target_bitrate(), btlbw);
+    cc.maybe_enter_or_exit_drain(path.t, false, true);
+    assert_eq!(cc.state(), BbrState::ProbeRtt);
+    assert_eq!(cc.target_bitrate(), btlbw.mul_f64(0.75));
+    cc.bbr.leave_probe_rtt(path.t);
+    assert_eq!(cc.target_bitrate(), btlbw);
+}
+
+#[test]
+fn min_rtt_never_rises_when_it_expires() {
+    // I12 (Algorithm 3 lines 4–7): past kMinRttExpiry a higher RTT does not
+    // replace min_rtt_ (BBR's RTprop would take it); the expiry only backs off.
+    let (mut cc, mut path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let min = cc.bbr().rtprop().expect("RTT sampled");
+    // A standing queue from now on: every RTT well above 1.125 · min_rtt.
+    path.owd = ms(60);
+    path.run(&mut cc, path.t + ms(12_000), |c| {
+        assert_eq!(c.bbr().rtprop(), Some(min), "min_rtt rose");
+    });
+    assert!(cc.bbr().rtprop_expired(), "min_rtt never expired");
+    assert!(cc.backoffs() > 0);
+
+    // BBR itself (draft §4.1.2.3) takes the higher sample on expiry.
+    let mut bbr = Bbr::new(Instant::ZERO, cc.config().bbr.clone());
+    let report = |t: Instant, seq: SeqNo, rtt: Duration| {
+        let sent = pkt(seq, t.saturating_sub(rtt), MSS, PacketKind::Media);
+        (sent, ack(t, &[sent]))
+    };
+    let (p, r) = report(at(100), 0, ms(40));
+    bbr.on_packet_sent(p.send_time, &p);
+    bbr.on_feedback(at(100), &r);
+    assert_eq!(bbr.rtprop(), Some(ms(40)));
+    let (p, r) = report(at(10_200), 1, ms(120));
+    bbr.on_packet_sent(p.send_time, &p);
+    bbr.on_feedback(at(10_200), &r);
+    assert_eq!(bbr.rtprop(), Some(ms(120)));
+}
+
+#[test]
 fn delay_backoffs_happen_on_a_standing_queue() {
     // Steady state on an uncongested path has no back-off; halving the
     // capacity builds a queue and ProbeBW must hand over to the
