@@ -13,8 +13,8 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::{
-    BbrConfig, CamelConfig, CcConfig, CopaConfig, DelayBbrConfig, FixedConfig, WebRtcBbrConfig, GccConfig,
-    PudicaConfig, SqpConfig,
+    BbrConfig, CamelConfig, CcConfig, CopaConfig, DelayBbrConfig, FixedConfig, GccConfig,
+    PudicaConfig, SqpConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
@@ -906,7 +906,8 @@ mod tests {
         assert_ne!(want, WebRtcBbrConfig::default());
         assert_eq!(parse("webrtc-bbr", &text), Ok(CcConfig::WebRtcBbr(want)));
         // probe_rtt_based_on_bdp alone takes libwebrtc's 0.75.
-        let Ok(CcConfig::WebRtcBbr(c)) = parse("webrtc-bbr", "probe_rtt_based_on_bdp = true") else {
+        let Ok(CcConfig::WebRtcBbr(c)) = parse("webrtc-bbr", "probe_rtt_based_on_bdp = true")
+        else {
             panic!("probe_rtt_based_on_bdp must parse");
         };
         assert_eq!(c.bbr.probe_rtt_cwnd_gain, Some(0.75));

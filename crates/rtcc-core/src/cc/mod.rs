@@ -226,7 +226,9 @@ impl CcConfig {
             CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
             CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),
             CcConfig::DelayBbr(c) => Controller::DelayBbr(Box::new(DelayBbr::new(now, c.clone()))),
-            CcConfig::WebRtcBbr(c) => Controller::WebRtcBbr(Box::new(WebRtcBbr::new(now, c.clone()))),
+            CcConfig::WebRtcBbr(c) => {
+                Controller::WebRtcBbr(Box::new(WebRtcBbr::new(now, c.clone())))
+            }
         }
     }
 }

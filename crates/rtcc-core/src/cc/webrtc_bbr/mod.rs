@@ -229,8 +229,12 @@ impl CongestionController for WebRtcBbr {
         // OnTransportPacketsFeedback: UpdateAckAggregationBytes runs after the
         // bandwidth update, only when something was acknowledged.
         if self.config.ack_aggregation && !out.newly_acked.is_zero() {
-            self.aggregation
-                .on_ack(now, out.newly_acked, self.bbr.btlbw(), self.bbr.round_count());
+            self.aggregation.on_ack(
+                now,
+                out.newly_acked,
+                self.bbr.btlbw(),
+                self.bbr.round_count(),
+            );
             // CalculateCongestionWindow: "target_window += max_ack_height_.GetBest()"
             // when is_at_full_bandwidth_ (Bbr adds it only then).
             self.bbr.set_extra_cwnd(self.aggregation.max_height());
@@ -295,10 +299,7 @@ impl CongestionController for WebRtcBbr {
         // A closed window cannot carry padding (libwebrtc's pacer does not
         // pad while congested either).
         let budget = self.send_budget();
-        if budget
-            .cwnd
-            .is_some_and(|w| self.bbr.bytes_in_flight() >= w)
-        {
+        if budget.cwnd.is_some_and(|w| self.bbr.bytes_in_flight() >= w) {
             return None;
         }
         Some(ProbeRequest {

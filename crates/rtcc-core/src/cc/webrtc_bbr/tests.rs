@@ -134,7 +134,8 @@ impl Path {
                     let start = self.queue.back().copied().unwrap_or(t).max(t);
                     let depart = start + Bytes::new(MSS) / self.cap;
                     self.queue.push_back(depart);
-                    self.results.push_back((result(p, depart + self.owd), depart + self.owd));
+                    self.results
+                        .push_back((result(p, depart + self.owd), depart + self.owd));
                 }
                 self.next_send += Bytes::new(MSS) / budget.pacing_rate;
             }
@@ -301,7 +302,10 @@ fn window_is_two_bdp_plus_max_ack_height_without_send_quanta() {
             }
         }
     });
-    assert!(cc.max_ack_height() > Bytes::ZERO, "20 ms reports bunch acks");
+    assert!(
+        cc.max_ack_height() > Bytes::ZERO,
+        "20 ms reports bunch acks"
+    );
     assert!(steady > 50 && exact * 2 > steady, "{exact} of {steady}");
 
     let mut c = config();
@@ -319,7 +323,7 @@ fn ack_height_hand_worked() {
     assert_eq!(a.max_height(), Bytes::ZERO);
     a.on_packet_sent(at(0));
     a.on_packet_sent(at(3)); // only the first send opens the epoch
-    // expected 1250 ≥ 0 in the epoch: new epoch at 10 ms with 1250 B.
+                             // expected 1250 ≥ 0 in the epoch: new epoch at 10 ms with 1250 B.
     a.on_ack(at(10), Bytes::new(1250), bw, 1);
     // expected 1250 ≥ 1250: new epoch at 20 ms with 5000 B.
     a.on_ack(at(20), Bytes::new(5000), bw, 1);
@@ -360,7 +364,10 @@ fn startup_exits_after_one_flat_round_in_recovery() {
     let (Some(webrtc), Some(draft)) = (exit_round(true), exit_round(false)) else {
         panic!("Startup never ended");
     };
-    assert!(webrtc < draft, "exit on loss at round {webrtc}, without at {draft}");
+    assert!(
+        webrtc < draft,
+        "exit on loss at round {webrtc}, without at {draft}"
+    );
 }
 
 // ---------------------------------------------------------------------------
