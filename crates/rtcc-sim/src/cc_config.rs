@@ -14,7 +14,7 @@ use std::str::FromStr;
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, DelayBbrConfig, FixedConfig, GccConfig,
-    PudicaConfig, SqpConfig,
+    PudicaConfig, SqpConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
@@ -253,6 +253,61 @@ pub(crate) fn cc_config(
             );
             set(&mut c.padding, k.flag("padding")?);
             Ok(CcConfig::DelayBbr(c))
+        }
+        "webrtc-bbr" => {
+            // Tunables of docs/algorithms/webrtc-bbr.md ("Parameters").
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "seed",
+                        "encoder_rate_gain",
+                        "encoder_rate_gain_in_probe_rtt",
+                        "probe_rtt_based_on_bdp",
+                        "probe_rtt_cwnd_gain",
+                        "exit_startup_on_loss",
+                        "ack_aggregation",
+                        "report_ack_time",
+                        "rtt_with_feedback_delay",
+                        "app_limited_detection",
+                        "padding",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = WebRtcBbrConfig::default();
+            (c.bbr.start_bitrate, c.bbr.min_bitrate, c.bbr.max_bitrate) = k.bounds(enc)?;
+            set(&mut c.bbr.seed, k.count("seed")?);
+            set(
+                &mut c.encoder_rate_gain,
+                k.num("encoder_rate_gain", 0.0, 10.0)?,
+            );
+            set(
+                &mut c.encoder_rate_gain_in_probe_rtt,
+                k.num("encoder_rate_gain_in_probe_rtt", 0.0, 10.0)?,
+            );
+            let gain = k
+                .num("probe_rtt_cwnd_gain", 0.0, 10.0)?
+                .unwrap_or(rtcc_core::cc::webrtc_bbr::PROBE_RTT_BDP_GAIN);
+            if k.flag("probe_rtt_based_on_bdp")? == Some(true) {
+                c.bbr.probe_rtt_cwnd_gain = Some(gain);
+            }
+            set(
+                &mut c.bbr.exit_startup_on_loss,
+                k.flag("exit_startup_on_loss")?,
+            );
+            set(&mut c.ack_aggregation, k.flag("ack_aggregation")?);
+            set(&mut c.report_ack_time, k.flag("report_ack_time")?);
+            set(
+                &mut c.rtt_with_feedback_delay,
+                k.flag("rtt_with_feedback_delay")?,
+            );
+            set(
+                &mut c.bbr.app_limited_detection,
+                k.flag("app_limited_detection")?,
+            );
+            set(&mut c.padding, k.flag("padding")?);
+            Ok(CcConfig::WebRtcBbr(c))
         }
         "camel" => {
             // Tunables of docs/algorithms/camel.md ("Parameters").
@@ -822,6 +877,42 @@ mod tests {
         assert_eq!(parse("delay-bbr", &text), Ok(CcConfig::DelayBbr(want)));
         assert!(parse("delay-bbr", "probe_rtt_duration = \"1s\"").is_err());
         assert!(parse("delay-bbr", "backoff_gain = 1.5").is_err());
+    }
+
+    #[test]
+    fn webrtc_bbr_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}seed = 3\nencoder_rate_gain = 0.8\nencoder_rate_gain_in_probe_rtt = 0.5\n\
+             probe_rtt_based_on_bdp = true\nprobe_rtt_cwnd_gain = 0.6\nexit_startup_on_loss = false\n\
+             ack_aggregation = false\nreport_ack_time = false\nrtt_with_feedback_delay = false\n\
+             app_limited_detection = true\npadding = false"
+        );
+        let mut want = WebRtcBbrConfig::default();
+        (
+            want.bbr.start_bitrate,
+            want.bbr.min_bitrate,
+            want.bbr.max_bitrate,
+        ) = BOUNDS_SET;
+        want.bbr.seed = 3;
+        want.encoder_rate_gain = 0.8;
+        want.encoder_rate_gain_in_probe_rtt = 0.5;
+        want.bbr.probe_rtt_cwnd_gain = Some(0.6);
+        want.bbr.exit_startup_on_loss = false;
+        want.ack_aggregation = false;
+        want.report_ack_time = false;
+        want.rtt_with_feedback_delay = false;
+        want.bbr.app_limited_detection = true;
+        want.padding = false;
+        assert_ne!(want, WebRtcBbrConfig::default());
+        assert_eq!(parse("webrtc-bbr", &text), Ok(CcConfig::WebRtcBbr(want)));
+        // probe_rtt_based_on_bdp alone takes libwebrtc's 0.75.
+        let Ok(CcConfig::WebRtcBbr(c)) = parse("webrtc-bbr", "probe_rtt_based_on_bdp = true")
+        else {
+            panic!("probe_rtt_based_on_bdp must parse");
+        };
+        assert_eq!(c.bbr.probe_rtt_cwnd_gain, Some(0.75));
+        assert!(parse("webrtc-bbr", "probe_rtt_duration = \"1s\"").is_err());
+        assert!(parse("webrtc-bbr", "encoder_rate_gain = -1").is_err());
     }
 
     #[test]

@@ -444,8 +444,8 @@ pub struct FlowSpec {
     pub name: String,
     /// media | tcp | udp-cbr.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed | camel | bbr | delay-bbr | copa | sqp | pudica;
-    /// tcp: newreno | reno | tahoe | cubic).
+    /// Congestion controller (media: gcc | fixed | camel | bbr | delay-bbr |
+    /// webrtc-bbr | copa | sqp | pudica; tcp: newreno | reno | tahoe | cubic).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]

@@ -12,6 +12,7 @@ pub mod fixed;
 pub mod gcc;
 pub mod pudica;
 pub mod sqp;
+pub mod webrtc_bbr;
 
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
@@ -26,6 +27,7 @@ pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};
 pub use sqp::{Sqp, SqpConfig};
+pub use webrtc_bbr::{WebRtcBbr, WebRtcBbrConfig};
 
 /// How the sender may emit packets right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +165,8 @@ pub enum CcConfig {
     Bbr(BbrConfig),
     /// Delay-BBR (papers/delay-bbr-multipath.txt §4.1).
     DelayBbr(DelayBbrConfig),
+    /// WebRTC-BBR: BBR v1 as once shipped in libwebrtc (docs/algorithms/webrtc-bbr.md).
+    WebRtcBbr(WebRtcBbrConfig),
 }
 
 impl CcConfig {
@@ -176,6 +180,7 @@ impl CcConfig {
         "sqp",
         "pudica",
         "delay-bbr",
+        "webrtc-bbr",
     ];
 
     /// The default configuration of the built-in controller `name` (one of
@@ -190,6 +195,7 @@ impl CcConfig {
             "copa" => Some(CcConfig::Copa(CopaConfig::default())),
             "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
             "delay-bbr" => Some(CcConfig::DelayBbr(DelayBbrConfig::default())),
+            "webrtc-bbr" => Some(CcConfig::WebRtcBbr(WebRtcBbrConfig::default())),
             _ => None,
         }
     }
@@ -205,6 +211,7 @@ impl CcConfig {
             CcConfig::Copa(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Bbr(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::DelayBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
+            CcConfig::WebRtcBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
         }
     }
 
@@ -219,6 +226,9 @@ impl CcConfig {
             CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
             CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),
             CcConfig::DelayBbr(c) => Controller::DelayBbr(Box::new(DelayBbr::new(now, c.clone()))),
+            CcConfig::WebRtcBbr(c) => {
+                Controller::WebRtcBbr(Box::new(WebRtcBbr::new(now, c.clone())))
+            }
         }
     }
 }
@@ -243,6 +253,8 @@ pub enum Controller {
     Bbr(Box<Bbr>),
     /// Delay-BBR.
     DelayBbr(Box<DelayBbr>),
+    /// WebRTC-BBR.
+    WebRtcBbr(Box<WebRtcBbr>),
 }
 
 macro_rules! dispatch {
@@ -256,6 +268,7 @@ macro_rules! dispatch {
             Controller::Copa($c) => $e,
             Controller::Bbr($c) => $e,
             Controller::DelayBbr($c) => $e,
+            Controller::WebRtcBbr($c) => $e,
         }
     };
 }

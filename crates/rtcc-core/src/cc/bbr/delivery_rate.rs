@@ -99,6 +99,11 @@ pub struct DeliveryRateEstimator {
     app_limited: Option<Bytes>,
     /// Bytes sent and not yet acknowledged, lost or forgotten.
     inflight: Bytes,
+    /// QUIC BandwidthSampler timing, as libwebrtc's BBR fed it: every packet
+    /// of a report is acknowledged at the report's arrival, and intervals
+    /// shorter than RTprop are kept. `false` (default): per-packet ACK times
+    /// and the draft-cheng §3.2 rejection.
+    report_ack_time: bool,
 }
 
 impl DeliveryRateEstimator {
@@ -115,6 +120,13 @@ impl DeliveryRateEstimator {
     /// Bytes in flight as this estimator counts them.
     pub fn inflight(&self) -> Bytes {
         self.inflight
+    }
+
+    /// Acknowledge every packet of a report at the report's arrival and keep
+    /// samples shorter than RTprop (QUIC `BandwidthSampler` as used by
+    /// libwebrtc's BBR), instead of the draft-cheng rules (default).
+    pub fn set_report_ack_time(&mut self, on: bool) {
+        self.report_ack_time = on;
     }
 
     /// True while `C.app_limited` is set.
@@ -199,7 +211,11 @@ impl DeliveryRateEstimator {
             let hold = r.arrival.map_or(Duration::ZERO, |a| {
                 report.report_time.saturating_duration_since(a)
             });
-            let ack_time = now.saturating_sub(hold).max(self.delivered_time).min(now);
+            let ack_time = if self.report_ack_time {
+                now.max(self.delivered_time)
+            } else {
+                now.saturating_sub(hold).max(self.delivered_time).min(now)
+            };
             self.delivered += p.size;
             self.delivered_time = ack_time;
             out.newly_acked += p.size;
@@ -232,7 +248,8 @@ impl DeliveryRateEstimator {
         let delivered = self.delivered - p.delivered;
         // "Normally we expect interval >= MinRTT ... rate may be
         // over-estimated": an interval shorter than RTprop is not a sample.
-        if interval.is_zero() || min_rtt.is_some_and(|m| interval < m) {
+        let too_short = !self.report_ack_time && min_rtt.is_some_and(|m| interval < m);
+        if interval.is_zero() || too_short {
             return out;
         }
         out.sample = Some(RateSample {

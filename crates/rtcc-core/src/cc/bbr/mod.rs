@@ -103,6 +103,18 @@ pub struct BbrConfig {
     /// never tells BBR it ran out of data: every sample then counts as a
     /// bandwidth measurement, and an undershooting encoder pulls BtlBw down.
     pub app_limited_detection: bool,
+    /// Send quanta added to `BBRInflight(gain)` (draft §4.2.3.2: 3). QUIC's
+    /// BbrSender, and libwebrtc's port of it (WebRTC-BBR), add none.
+    pub cwnd_send_quanta: u64,
+    /// Leave Startup on a round without 25 % growth while in loss recovery
+    /// (QUIC BbrSender `exit_startup_on_loss`; not in draft-00). Default
+    /// `false` (draft-00).
+    pub exit_startup_on_loss: bool,
+    /// ProbeRTT window as a fraction of the BDP, floored at
+    /// `BBRMinPipeCwnd` (QUIC/libwebrtc `probe_rtt_based_on_bdp` with
+    /// `probe_rtt_congestion_window_gain`). `None` (draft §4.2.3.5): the
+    /// 4-packet `BBRMinPipeCwnd`.
+    pub probe_rtt_cwnd_gain: Option<f64>,
 }
 
 impl Default for BbrConfig {
@@ -124,6 +136,9 @@ impl Default for BbrConfig {
             full_bw_rounds: 3,
             seed: 0,
             app_limited_detection: true,
+            cwnd_send_quanta: 3,
+            exit_startup_on_loss: false,
+            probe_rtt_cwnd_gain: None,
         }
     }
 }
@@ -186,6 +201,9 @@ pub struct Bbr {
     probe_rtt_caps_cwnd: bool,
     /// An expired RTprop takes the next sample even if higher (BBR: yes).
     rtprop_rises_on_expiry: bool,
+    /// Bytes a derivative adds to the target cwnd once the pipe is full
+    /// (WebRTC-BBR: QUIC's max ack height); zero for BBR.
+    extra_cwnd: Bytes,
     // --- ProbeRTT (§4.3.5)
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
@@ -238,6 +256,7 @@ impl Bbr {
             gain_cycle: PACING_GAIN_CYCLE,
             probe_rtt_caps_cwnd: true,
             rtprop_rises_on_expiry: true,
+            extra_cwnd: Bytes::ZERO,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             idle_restart: false,
@@ -338,7 +357,7 @@ impl Bbr {
         let Some(rtprop) = self.rtprop else {
             return self.initial_cwnd();
         };
-        let quanta = self.send_quantum * 3;
+        let quanta = self.send_quantum * self.config.cwnd_send_quanta;
         let bdp = self.btlbw() * rtprop;
         bdp.mul_f64(gain) + quanta
     }
@@ -379,6 +398,10 @@ impl Bbr {
     /// Replace the ProbeBW gain cycle (takes effect at the next phase).
     pub(crate) fn set_gain_cycle(&mut self, cycle: [f64; 8]) {
         self.gain_cycle = cycle;
+    }
+    /// Bytes added to the target cwnd while the pipe is full (BBR: none).
+    pub(crate) fn set_extra_cwnd(&mut self, extra: Bytes) {
+        self.extra_cwnd = extra;
     }
     /// Whether ProbeRTT caps cwnd at `BBRMinPipeCwnd` (BBR: yes).
     pub(crate) fn set_probe_rtt_caps_cwnd(&mut self, caps: bool) {
@@ -563,16 +586,34 @@ impl Bbr {
         }
     }
 
+    /// The ProbeRTT window: `BBRMinPipeCwnd` (§4.2.3.5), or
+    /// `max(gain · BDP, BBRMinPipeCwnd)` with `probe_rtt_cwnd_gain`.
+    pub(crate) fn probe_rtt_cwnd(&self) -> Bytes {
+        match self.config.probe_rtt_cwnd_gain {
+            None => self.min_pipe_cwnd(),
+            Some(gain) => {
+                let bdp = match self.rtprop {
+                    Some(rtprop) => self.btlbw() * rtprop,
+                    None => self.initial_cwnd(),
+                };
+                bdp.mul_f64(gain).max(self.min_pipe_cwnd())
+            }
+        }
+    }
+
     /// `BBRModulateCwndForProbeRTT` (§4.2.3.5).
     fn modulate_cwnd_for_probe_rtt(&mut self) {
         if self.state == BbrState::ProbeRtt && self.probe_rtt_caps_cwnd {
-            self.cwnd = self.cwnd.min(self.min_pipe_cwnd());
+            self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
         }
     }
 
     /// `BBRSetCwnd` (§4.2.3.6).
     fn set_cwnd(&mut self, out: &AckOutcome) {
         self.target_cwnd = self.inflight_at_gain(self.cwnd_gain);
+        if self.filled_pipe {
+            self.target_cwnd += self.extra_cwnd;
+        }
         self.modulate_cwnd_for_recovery(out);
         if !self.packet_conservation {
             if self.filled_pipe {

@@ -13,7 +13,7 @@ use crate::time::Instant;
 
 impl Bbr {
     /// `BBRCheckProbeRTT` (§4.3.5).
-    pub(super) fn check_probe_rtt(&mut self, now: Instant) {
+    pub(crate) fn check_probe_rtt(&mut self, now: Instant) {
         if self.state != BbrState::ProbeRtt && self.rtprop_expired && !self.idle_restart {
             self.enter_probe_rtt();
             self.prior_cwnd = self.save_cwnd();
@@ -38,7 +38,7 @@ impl Bbr {
         self.rate.mark_app_limited();
         match self.probe_rtt_done_stamp {
             None => {
-                if self.rate.inflight() <= self.min_pipe_cwnd() {
+                if self.rate.inflight() <= self.probe_rtt_cwnd() {
                     self.probe_rtt_done_stamp = Some(now + self.config.probe_rtt_duration);
                     self.probe_rtt_round_done = false;
                     self.next_round_delivered = self.rate.delivered();

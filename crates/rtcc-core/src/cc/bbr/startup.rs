@@ -39,7 +39,10 @@ impl Bbr {
             return;
         }
         self.full_bw_count += 1;
-        if self.full_bw_count >= self.config.full_bw_rounds {
+        // QUIC BbrSender::CheckIfFullBandwidthReached: with
+        // `exit_startup_on_loss`, a flat round in recovery also ends Startup.
+        let loss_exit = self.config.exit_startup_on_loss && self.in_recovery();
+        if self.full_bw_count >= self.config.full_bw_rounds || loss_exit {
             self.filled_pipe = true;
         }
     }
