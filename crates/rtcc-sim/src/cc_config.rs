@@ -232,6 +232,7 @@ pub(crate) fn cc_config(
                         "backoff_gain",
                         "similar_min_rtt",
                         "padding",
+                        "min_rtt_rises_on_expiry",
                     ],
                 ]
                 .concat(),
@@ -252,6 +253,10 @@ pub(crate) fn cc_config(
                 k.num("similar_min_rtt", 1.0, 100.0)?,
             );
             set(&mut c.padding, k.flag("padding")?);
+            set(
+                &mut c.min_rtt_rises_on_expiry,
+                k.flag("min_rtt_rises_on_expiry")?,
+            );
             Ok(CcConfig::DelayBbr(c))
         }
         "webrtc-bbr" => {
@@ -857,7 +862,7 @@ mod tests {
         let text = format!(
             "{BOUNDS_TOML}seed = 7\napp_limited_detection = false\nmin_rtt_expiry = \"5s\"\n\
              srtt_alpha = 0.5\nbeta = 1.5\nbackoff_gain = 0.8\nsimilar_min_rtt = 1.2\n\
-             padding = false"
+             padding = false\nmin_rtt_rises_on_expiry = true"
         );
         let mut want = DelayBbrConfig::default();
         (
@@ -873,6 +878,7 @@ mod tests {
         want.backoff_gain = 0.8;
         want.similar_min_rtt = 1.2;
         want.padding = false;
+        want.min_rtt_rises_on_expiry = true;
         assert_ne!(want, DelayBbrConfig::default());
         assert_eq!(parse("delay-bbr", &text), Ok(CcConfig::DelayBbr(want)));
         assert!(parse("delay-bbr", "probe_rtt_duration = \"1s\"").is_err());

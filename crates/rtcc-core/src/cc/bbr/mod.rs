@@ -421,6 +421,10 @@ impl Bbr {
     pub(crate) fn rtprop_expired(&self) -> bool {
         self.rtprop_expired
     }
+    /// When RTprop was last taken or refreshed.
+    pub(crate) fn rtprop_stamp(&self) -> Instant {
+        self.rtprop_stamp
+    }
     /// Restart the RTprop expiry clock without changing RTprop.
     pub(crate) fn refresh_rtprop_stamp(&mut self, now: Instant) {
         self.rtprop_stamp = now;

@@ -65,6 +65,11 @@ pub struct DelayBbrConfig {
     /// be generated for bandwidth probe purpose when there are no video
     /// packets available"). Default `true`.
     pub padding: bool,
+    /// On min-RTT expiry, take the next RTT sample as `min_rtt_` even if it
+    /// is higher, as QUIC BBR's `MaybeUpdateMinRtt` does. Default `false`:
+    /// the paper's Algorithm 3 (lines 4–7) only ever lowers `min_rtt_`, and
+    /// expiry only triggers a back-off (I12; the ablation is in the note).
+    pub min_rtt_rises_on_expiry: bool,
 }
 
 impl Default for DelayBbrConfig {
@@ -77,6 +82,7 @@ impl Default for DelayBbrConfig {
             backoff_gain: 0.75,
             similar_min_rtt: 1.125,
             padding: true,
+            min_rtt_rises_on_expiry: false,
         }
     }
 }
@@ -113,8 +119,9 @@ impl DelayBbr {
         // four packets are sent".
         bbr.set_probe_rtt_caps_cwnd(false);
         // Algorithm 3 lines 4–7: min_rtt_ only ever falls; its expiry
-        // (Algorithm 2 line 3) triggers a back-off, never a higher min (I12).
-        bbr.set_rtprop_rises_on_expiry(false);
+        // (Algorithm 2 line 3) triggers a back-off, never a higher min (I12),
+        // unless the QUIC behaviour is asked for.
+        bbr.set_rtprop_rises_on_expiry(config.min_rtt_rises_on_expiry);
         DelayBbr {
             bbr,
             sampler: SendAckRateSampler::new(),
@@ -208,6 +215,11 @@ impl DelayBbr {
             let min_rtt = self.bbr.rtprop().unwrap_or(Duration::ZERO);
             self.backoff_bdp = self.bbr.btlbw() * min_rtt;
             self.backoffs += 1;
+            if min_rtt_expired {
+                // I12: one expiry back-off per kMinRttExpiry, not one per
+                // ACK while no sample comes near min_rtt_.
+                self.bbr.refresh_rtprop_stamp(now);
+            }
         }
         if self.bbr.state() == BbrState::ProbeRtt && self.bbr.bytes_in_flight() < self.backoff_bdp {
             self.bbr.leave_probe_rtt(now);

@@ -264,6 +264,21 @@ fn min_rtt_expiry_also_backs_off() {
 }
 
 #[test]
+fn min_rtt_expiry_restarts_the_expiry_clock() {
+    // I12: with min_rtt_ never rising, an expiry back-off restarts the
+    // 10 s clock, so expiry backs off once per kMinRttExpiry rather than at
+    // every ACK until a sample comes near min_rtt_. A delay back-off does not.
+    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let now = path.t + ms(20_000);
+    let stamp = cc.bbr().rtprop_stamp();
+    cc.maybe_enter_or_exit_drain(now, false, true);
+    assert_eq!(cc.bbr().rtprop_stamp(), stamp);
+    cc.bbr.leave_probe_rtt(now);
+    cc.maybe_enter_or_exit_drain(now, true, false);
+    assert_eq!(cc.bbr().rtprop_stamp(), now);
+}
+
+#[test]
 fn backoff_lowers_the_encoder_target_with_the_pacing_rate() {
     // I11: the encoder follows the 0.75 sending rate during a back-off and
     // gets BtlBw back when ProbeBW resumes.
@@ -288,8 +303,17 @@ fn min_rtt_never_rises_when_it_expires() {
     path.run(&mut cc, path.t + ms(12_000), |c| {
         assert_eq!(c.bbr().rtprop(), Some(min), "min_rtt rose");
     });
-    assert!(cc.bbr().rtprop_expired(), "min_rtt never expired");
     assert!(cc.backoffs() > 0);
+
+    // The QUIC behaviour, on request: the expired min takes the higher sample.
+    let mut quic = fresh(true);
+    quic.config.min_rtt_rises_on_expiry = true;
+    quic.bbr.set_rtprop_rises_on_expiry(true);
+    let mut path = Path::new(Bitrate::mbps(2), ms(20));
+    path.run(&mut quic, at(3000), |_| {});
+    path.owd = ms(60);
+    path.run(&mut quic, path.t + ms(12_000), |_| {});
+    assert!(quic.bbr().rtprop() > Some(min), "{:?}", quic.bbr().rtprop());
 
     // BBR itself (draft §4.1.2.3) takes the higher sample on expiry.
     let mut bbr = Bbr::new(Instant::ZERO, cc.config().bbr.clone());
