@@ -39,9 +39,12 @@ pub mod sender;
 pub use buffer::SegmentArrival;
 pub use receiver::{
     MultipathReceiver, MultipathReceiverConfig, MultipathReceiverStats, ReceiverPathStats,
+    DEFAULT_MAX_WAIT,
 };
 pub use sender::{
     MpTransmit, MultipathSender, MultipathSenderConfig, MultipathSenderStats, SenderPathStats,
-    DEFAULT_MAX_TOTAL_BITRATE, DEFAULT_RETRANSMIT_BUFFER,
+    DEFAULT_LOSS_REPORT_SLACK, DEFAULT_MAX_TOTAL_BITRATE, DEFAULT_RETRANSMIT_BUFFER,
 };
 
+#[cfg(test)]
+mod tests;

@@ -19,9 +19,11 @@
 //! - **Session buffer and retransmission** (§4.2): every media segment is
 //!   kept for [`MultipathSenderConfig::retransmit_buffer`] (500 ms) after its
 //!   first transmission. A segment is lost when its path's feedback reports
-//!   it not received (a later packet of the path arrived), or when the path
-//!   has not reported it within `2·srtt_p + loss_report_slack` (a tail loss
-//!   no later packet reveals). If it is still in the buffer and not yet
+//!   it not received (a later packet of the path arrived); when a report
+//!   skips it (the report covering it was lost, or it preceded the first
+//!   packet the receiver saw on the path); or when the path has not reported
+//!   it within `2·srtt_p + loss_report_slack` (a tail loss no later packet
+//!   reveals). If it is still in the buffer and not yet
 //!   acknowledged on any path, it is retransmitted at once: put at the head
 //!   of the queue of the path with the least transfer delay, min-cost's
 //!   `λ_p = RTT_p/2 + Q_p/c_p` (eq. 14), whatever scheduler places new
@@ -163,7 +165,9 @@ pub struct SenderPathStats {
     pub packets_reported_lost: u64,
     /// Packets the path's feedback reported received.
     pub packets_reported_received: u64,
-    /// Media packets taken as lost because the path did not report them in time.
+    /// Media packets taken as lost without a loss report: not reported in
+    /// time, or skipped by the path's feedback (a lost report, or before the
+    /// first packet the receiver saw).
     pub packets_presumed_lost: u64,
     /// Feedback reports processed.
     pub feedback_reports: u64,
@@ -277,7 +281,10 @@ impl SenderPath {
     }
 
     fn window_open(&self) -> bool {
-        self.cc.send_budget().cwnd.is_none_or(|c| self.in_flight < c)
+        self.cc
+            .send_budget()
+            .cwnd
+            .is_none_or(|c| self.in_flight < c)
     }
 
     fn state(&self) -> PathState {
@@ -327,14 +334,11 @@ impl SenderPath {
 
     /// Skips the timeout scan past entries that no longer need it.
     fn settle_timeout_scan(&mut self) {
-        loop {
-            let Some(e) = self
-                .timeout_scan
-                .checked_sub(self.history_base)
-                .and_then(|i| self.history.get(i as usize))
-            else {
-                break;
-            };
+        while let Some(e) = self
+            .timeout_scan
+            .checked_sub(self.history_base)
+            .and_then(|i| self.history.get(i as usize))
+        {
             if e.reported || e.presumed_lost || e.media_id.is_none() {
                 self.timeout_scan += 1;
             } else {
@@ -872,9 +876,12 @@ impl<E: EncoderModel> MultipathSender<E> {
         p.report.packets.clear();
         p.report.report_time = fb.report_time;
         // Packets older than the first newly reported one that were never
-        // reported were covered by a lost feedback packet: unknown fate, they
-        // leave the in-flight count (as in the single-path session) and are
-        // not retransmitted.
+        // reported were covered by a lost feedback packet, or preceded the
+        // first packet the receiver saw on this path (its report starts
+        // there): unknown fate. They leave the in-flight count without being
+        // shown to the controller (as in the single-path session), and their
+        // segments are retransmitted: the sender alone decides (§4.2), and a
+        // spurious copy costs a duplicate the receiver ignores.
         let first_new = fb.packets.iter().map(|&(s, _)| s).find(|&s| {
             s.checked_sub(p.history_base)
                 .and_then(|i| p.history.get(i as usize))
@@ -890,6 +897,11 @@ impl<E: EncoderModel> MultipathSender<E> {
                 if !e.reported {
                     e.reported = true;
                     p.in_flight -= e.sent.size;
+                    if let (Some(m), false) = (e.media_id, e.presumed_lost) {
+                        e.presumed_lost = true;
+                        p.stats.packets_presumed_lost += 1;
+                        lost.push(m);
+                    }
                 }
             }
         }
