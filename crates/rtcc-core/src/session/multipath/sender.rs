@@ -5,10 +5,15 @@
 //!
 //! - **Placement.** Every segment of a frame is placed by the
 //!   [`PathScheduler`] (the multipath module's call protocol): a fresh
-//!   [`PathState`] per path (srtt and min RTT from that path's feedback, the
-//!   controller's pacing rate, the bytes in that path's queue, `can_send` =
-//!   window open), `choose_path`, enqueue (so the next segment sees it in
-//!   `queued`, Algorithm 6 line 5), `on_packet_scheduled`.
+//!   [`PathState`] per path (srtt and min RTT from that path's feedback;
+//!   `c_p` = the controller's pacing rate, or `cwnd / srtt` when a window
+//!   allows less; the bytes in that path's queue; `can_send` = `c_p > 0`),
+//!   `choose_path`, enqueue (so the next segment sees it in `queued`,
+//!   Algorithm 6 line 5), `on_packet_scheduled`. A full window does not make
+//!   a path unusable: each path has its own queue, and a window-limited
+//!   path is slower, which its `c_p` says (with `can_send` = window open, a
+//!   BBR path at its window limit was skipped at every frame and the other
+//!   path's queue grew without bound).
 //! - **Paths.** Each path has its own [`Controller`], [`Pacer`], queue,
 //!   transport sequence numbers (from 0 per path) and feedback history; the
 //!   feedback of a path is joined against that path's history only.
@@ -287,14 +292,26 @@ impl SenderPath {
             .is_none_or(|c| self.in_flight < c)
     }
 
+    /// The path as the scheduler sees it (module doc, "Placement"): `c_p`
+    /// is the rate the path actually drains at, the pacing rate or, for a
+    /// window-limited controller, `cwnd / srtt` if lower; `can_send` is
+    /// false only for a path that drains nothing (`c_p = 0`).
     fn state(&self) -> PathState {
+        let budget = self.cc.send_budget();
+        let mut rate = budget.pacing_rate;
+        if let (Some(cwnd), Some(srtt)) = (budget.cwnd, self.srtt) {
+            if !srtt.is_zero() {
+                // A window of cwnd bytes per round trip.
+                rate = rate.min(cwnd / srtt);
+            }
+        }
         PathState {
             srtt: self.srtt,
             min_rtt: self.min_rtt,
-            pacing_rate: self.cc.send_budget().pacing_rate,
+            pacing_rate: rate,
             queued: self.queued_bytes,
             loss: Probability::saturating(self.loss),
-            can_send: self.window_open(),
+            can_send: !rate.is_zero(),
         }
     }
 
