@@ -20,7 +20,7 @@
 //! - **Rate control** (§3.1): encoder target = Σ over paths of each
 //!   controller's target (payload share, as the single-path session gives
 //!   its encoder), capped at [`MultipathSenderConfig::max_total_bitrate`]
-//!   (§5.2 experiments: 2 Mbps).
+//!   (§5.2: "a maximum video bitrate 2Mbps is set").
 //! - **Session buffer and retransmission** (§4.2): every media segment is
 //!   kept for [`MultipathSenderConfig::retransmit_buffer`] (500 ms) after its
 //!   first transmission. A segment is lost when its path's feedback reports
@@ -56,8 +56,9 @@ use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes, Probability};
 
 /// Default of [`MultipathSenderConfig::max_total_bitrate`]: 2 Mbps, the
-/// encoder cap of the paper's experiments (§5.2: the encoder rate is the sum
-/// of the path rates, capped at 2 Mbps).
+/// encoder cap of the paper's experiments (§5.2: "a maximum video bitrate
+/// 2Mbps is set and the video frame generating bitrate will not be changed
+/// if the available bandwidth is above the maximum bitrate").
 pub const DEFAULT_MAX_TOTAL_BITRATE: Bitrate = Bitrate::mbps(2);
 
 /// Default of [`MultipathSenderConfig::retransmit_buffer`]: §4.2, "The sent
@@ -413,6 +414,8 @@ pub struct MultipathSender<E> {
     states: Vec<PathState>,
     /// Reused scratch: segments found lost in one feedback.
     lost: Vec<u64>,
+    /// Reused scratch: segments reported received in one feedback.
+    acked: Vec<u64>,
     /// Path to look at first in the next `poll_transmit` (round robin).
     next_path: usize,
     probe_padding: bool,
@@ -446,6 +449,7 @@ impl<E: EncoderModel> MultipathSender<E> {
             scratch: Vec::with_capacity(64),
             states: Vec::with_capacity(n),
             lost: Vec::new(),
+            acked: Vec::new(),
             next_path: 0,
             probe_padding: false,
             last_key_frame_request: None,
@@ -887,7 +891,8 @@ impl<E: EncoderModel> MultipathSender<E> {
         }
         let mut lost = std::mem::take(&mut self.lost);
         lost.clear();
-        let mut acked: Vec<u64> = Vec::new();
+        let mut acked = std::mem::take(&mut self.acked);
+        acked.clear();
         let p = &mut self.paths[path];
         p.stats.feedback_reports += 1;
         p.report.packets.clear();
@@ -980,11 +985,12 @@ impl<E: EncoderModel> MultipathSender<E> {
             p.loss += LOSS_GAIN * (p.report.loss_fraction() - p.loss);
         }
         p.settle_timeout_scan();
-        for m in acked {
+        for &m in &acked {
             if let Some(e) = self.buffered(m) {
                 e.acked = true;
             }
         }
+        self.acked = acked;
         self.expire_buffer(now);
         for &m in &lost {
             self.retransmit(now, m);
