@@ -7,10 +7,12 @@
 //! - [`Edcld`]: EDCLD cost balancing, §4.3 eq. 17;
 //! - [`WaterFilling`]: SFL water filling, §4.3 Algorithm 7.
 //!
-//! Only the schedulers live here. The multipath session (per-path congestion
-//! controller and pacer, the frame/segment header, the session-level receive
-//! buffer, the 500 ms sender buffer and retransmission on the lowest-delay
-//! path, §3.1 and §4.2) is not built yet; see `docs/algorithms/multipath.md`.
+//! Only the schedulers live here. The multipath session that drives them
+//! (per-path congestion controller and pacer, the frame/segment header, the
+//! session-level receive buffer, the 500 ms sender buffer and retransmission
+//! on the lowest-delay path, §3.1 and §4.2) is
+//! [`crate::session::multipath`]; see `docs/algorithms/multipath.md`,
+//! section "Session".
 //!
 //! Built-in schedulers are dispatched through the [`Scheduler`] enum (no
 //! vtable), like [`Controller`](crate::cc::Controller).

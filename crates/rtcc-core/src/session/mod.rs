@@ -1,8 +1,13 @@
 //! Media sessions: the sender and receiver that the simulator and the real
 //! transport both drive.
 
+pub mod multipath;
 pub mod receiver;
 pub mod sender;
+
+pub use multipath::{
+    MpTransmit, MultipathReceiver, MultipathReceiverConfig, MultipathSender, MultipathSenderConfig,
+};
 
 #[cfg(test)]
 mod tests {
