@@ -31,7 +31,10 @@ settings::
     scenario = "base.toml"
     set = { "link.0.loss" = 0.1 }                  # dotted paths, as in sweeps
     compare = ["camel", "gcc", "bbr"]              # the `cc` of the flow under test
-    flow = "media"                                 # that flow (default: the first media flow)
+    flow = "media"                                 # that flow (default: the first media flow);
+                                                   # a list gives every listed flow the
+                                                   # controller (several flows of one kind)
+    windows = { during = ["50s", "200s"] }         # per-flow means over time windows
     cc_config = { camel = { burst_max = "20KB" } } # per-controller [flow.cc_config]
 
 It expands into one experiment per controller, ``fig19-loss-10-camel``,
@@ -41,8 +44,14 @@ delay, stall ratio, estimate accuracy) and one set of figures with a column per
 controller.
 
 A metric is ``flow:<name>.<key>[.<sub>]``, ``link:<name>.<key>[.<sub>]`` or a
-plain dotted path from the top of ``summary.json`` (``fairness.jain``). Our
-value is its mean over the experiment's seeds. ``check`` is one of:
+plain dotted path from the top of ``summary.json`` (``fairness.jain``).
+``flow:*.<key>`` is the mean of the key over every flow that has it (a paper's
+"average over all flows"). An experiment's ``windows`` add, to each run's
+summary, ``windows.<window>.<flow>.<column>``: the mean of a
+``timeseries.csv`` column (``goodput_kbps``, ``send_rate_kbps``,
+``target_kbps``, ``queue_delay_ms``, ...) over the samples in ``[start, end)``,
+and ``windows.<window>.jain``, Jain's index of the flows' mean goodputs there.
+Our value is its mean over the experiment's seeds. ``check`` is one of:
 
 - ``{ op = "<" | "<=" | ">" | ">=", value = X }``: against a constant;
 - ``{ op = ..., metric = "..." , factor = 1.0 }``: against ``factor`` x another
@@ -125,6 +134,13 @@ class ClaimResult:
 def metric_value(summary: Mapping[str, Any], path: str) -> float | None:
     """The number at ``path`` in a run's summary (module doc), or None."""
     node: Any
+    if path.startswith("flow:*."):
+        values = [
+            v
+            for f in summary.get("flows", [])
+            if (v := metric_value(summary, f"flow:{f.get('name')}.{path[7:]}")) is not None
+        ]
+        return sum(values) / len(values) if values else None
     if path.startswith(("flow:", "link:")):
         kind, _, rest = path.partition(":")
         name, _, keys = rest.partition(".")
@@ -196,9 +212,18 @@ def reproduce(
         for seed in exp.seeds:
             run_dir = runs_root / ("quick" if quick else "full") / exp_id / f"seed-{seed}"
             jobs.append((exp_id, seed, exp.scenario, run_dir))
+
+    def one(job: tuple[str, int, dict[str, Any], Path]) -> dict[str, Any]:
+        result = run(job[2], seed=job[1], out=job[3])
+        summary = dict(result.summary)
+        windows = experiments[job[0]].windows
+        if windows:
+            summary["windows"] = _window_means(result.timeseries, windows)
+        return summary
+
     n = workers if workers is not None else (os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
-        done = list(pool.map(lambda j: run(j[2], seed=j[1], out=j[3]).summary, jobs))
+        done = list(pool.map(one, jobs))
     summaries: dict[str, list[dict[str, Any]]] = {e: [] for e in experiments}
     first_dirs: dict[str, Path] = {}
     for (exp_id, _, _, run_dir), summary in zip(jobs, done, strict=True):
@@ -228,6 +253,63 @@ class _Experiment:
     group: str
     cc: str | None = None
     flow: str | None = None
+    windows: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _window_means(ts: Any, windows: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """Per-flow means of every numeric ``timeseries.csv`` column over each
+    window ``[start, end)`` in seconds, and the Jain index of the mean goodputs."""
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    numeric = [c for c, t in ts.schema.items() if c not in ("time_s", "flow") and t.is_numeric()]
+    for name, (start, end) in windows.items():
+        part = ts.filter((pl.col("time_s") >= start) & (pl.col("time_s") < end))
+        means = part.group_by("flow", maintain_order=True).agg(
+            [pl.col(c).mean() for c in numeric]
+        )
+        table: dict[str, Any] = {}
+        goodputs = []
+        for row in means.iter_rows(named=True):
+            table[str(row["flow"])] = {c: row[c] for c in numeric if row[c] is not None}
+            goodputs.append(float(row.get("goodput_kbps") or 0.0))
+        total = sum(goodputs)
+        squares = sum(g * g for g in goodputs)
+        table["jain"] = total * total / (len(goodputs) * squares) if squares > 0 else 1.0
+        out[name] = table
+    return out
+
+
+def _seconds(value: Any) -> float:
+    """``"50s"``, ``"250ms"`` or a number of seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    for suffix, scale in (("ms", 1e-3), ("s", 1.0)):
+        if text.endswith(suffix):
+            try:
+                return float(text[: -len(suffix)]) * scale
+            except ValueError:
+                break
+    raise ValueError(f"`{value}` is not a duration like \"50s\" or \"250ms\"")
+
+
+def _parse_windows(value: Any, where: str) -> dict[str, tuple[float, float]]:
+    """``windows = { name = ["50s", "200s"] }`` as seconds."""
+    if not isinstance(value, Mapping):
+        raise PaperError(f"{where}: key `windows`: expected a table of [start, end] pairs")
+    out = {}
+    for name, pair in value.items():
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise PaperError(f"{where}: key `windows.{name}`: expected [start, end], got {pair!r}")
+        try:
+            start, end = (_seconds(x) for x in pair)
+        except ValueError as e:
+            raise PaperError(f"{where}: key `windows.{name}`: {e}") from None
+        if not start < end:
+            raise PaperError(f"{where}: key `windows.{name}`: start {pair[0]} is not before end {pair[1]}")
+        out[str(name)] = (start, end)
+    return out
 
 
 def _with_origin(scenario: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -283,38 +365,46 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 raise PaperError(str(e)) from None
         base = _with_origin(base, scenario_path)
         exp_id = str(exp["id"])
+        windows = _parse_windows(exp.get("windows", {}), where)
         compare = exp.get("compare")
         if compare is None:
-            out[exp_id] = _Experiment(str(exp["scenario"]), base, seeds, exp_id)
+            out[exp_id] = _Experiment(str(exp["scenario"]), base, seeds, exp_id, windows=windows)
             continue
         if not isinstance(compare, list) or not compare:
             raise PaperError(f"{where}: key `compare`: expected a non-empty list of controllers")
         flows = base.get("flow", [])
         wanted = exp.get("flow")
-        index = next(
-            (
-                k
-                for k, f in enumerate(flows)
-                if (f.get("name") == wanted if wanted is not None else f.get("kind") == "media")
-            ),
-            None,
-        )
-        if index is None:
-            what = f"no flow named `{wanted}`" if wanted is not None else "no media flow"
-            raise PaperError(f"{where}: key `flow`: {scenario_path} has {what}")
+        names = wanted if isinstance(wanted, list) else [wanted]
+        indices = []
+        for name in names:
+            index = next(
+                (
+                    k
+                    for k, f in enumerate(flows)
+                    if (f.get("name") == name if name is not None else f.get("kind") == "media")
+                ),
+                None,
+            )
+            if index is None:
+                what = f"no flow named `{name}`" if name is not None else "no media flow"
+                raise PaperError(f"{where}: key `flow`: {scenario_path} has {what}")
+            indices.append(index)
         per_cc = exp.get("cc_config", {})
         for cc in compare:
             scenario = copy.deepcopy(base)
-            flow = scenario["flow"][index]
-            if flow.get("cc") != cc:
-                flow.pop("cc_config", None)
-            flow["cc"] = str(cc)
+            for index in indices:
+                flow = scenario["flow"][index]
+                if flow.get("cc") != cc:
+                    flow.pop("cc_config", None)
+                flow["cc"] = str(cc)
+                if cc in per_cc:
+                    flow["cc_config"] = dict(per_cc[cc])
             # Figures label their columns with the scenario name.
             scenario["name"] = f"{exp_id}-{cc}"
-            if cc in per_cc:
-                flow["cc_config"] = dict(per_cc[cc])
+            # Several flows under test: the tables show their mean (`flow:*`).
+            shown = "*" if len(indices) > 1 else str(scenario["flow"][indices[0]].get("name"))
             out[f"{exp_id}-{cc}"] = _Experiment(
-                str(exp["scenario"]), scenario, seeds, exp_id, str(cc), str(flow.get("name"))
+                str(exp["scenario"]), scenario, seeds, exp_id, str(cc), shown, windows
             )
     if not out:
         raise PaperError(f"{path}: no [[experiment]]")
@@ -456,8 +546,9 @@ def _compare_table(
     summaries: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> list[str]:
     flow = experiments[ids[0]].flow
+    which = "Mean over the flows" if flow == "*" else f"Flow `{flow}`"
     lines = [
-        f"Flow `{flow}`, mean over {len(experiments[ids[0]].seeds)} seed(s):",
+        f"{which}, mean over {len(experiments[ids[0]].seeds)} seed(s):",
         "",
         "| controller | " + " | ".join(h for h, _, _ in _COMPARE_COLUMNS) + " |",
         "|---|" + "---|" * len(_COMPARE_COLUMNS),

@@ -248,6 +248,78 @@ def test_compare_errors_name_the_entry(tmp_path: Path) -> None:
         reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
 
 
+def test_several_flows_under_test_and_time_windows(tmp_path: Path) -> None:
+    """`flow = [...]` gives every listed flow the compared controller; `flow:*`
+    averages over the flows; `windows` adds per-flow means over time."""
+    folder = tmp_path / "multi"
+    folder.mkdir()
+    scenario = {
+        "duration": "6s",
+        "link": [{"name": "bottleneck", "rate": "2Mbps", "delay": "20ms", "queue": "60KB"}],
+        "flow": [
+            {"name": "a", "kind": "media", "cc": "gcc"},
+            {"name": "b", "kind": "media", "cc": "gcc", "start": "2s"},
+        ],
+    }
+    (folder / "base.toml").write_text(tomli_w.dumps(scenario))
+    spec = {
+        "title": "multi",
+        "experiment": [
+            {
+                "id": "e",
+                "scenario": "base.toml",
+                "compare": ["fixed"],
+                "flow": ["a", "b"],
+                "cc_config": {"fixed": {"bitrate": "300kbps"}},
+                "windows": {"early": ["0s", "2s"], "both": ["3s", "6s"]},
+            }
+        ],
+        "claim": [
+            {
+                "id": "both-fixed",
+                "text": "both flows run the compared controller",
+                "experiment": "e-fixed",
+                "metric": "flow:*.goodput_kbps",
+                "check": {"op": "<", "value": 360.0},
+            },
+            {
+                "id": "b-silent-early",
+                "text": "flow b has not started in the early window",
+                "experiment": "e-fixed",
+                "metric": "windows.early.a.goodput_kbps",
+                "check": {"op": ">", "value": 100.0},
+            },
+            {
+                "id": "fair",
+                "text": "two equal fixed flows are fair while both run",
+                "experiment": "e-fixed",
+                "metric": "windows.both.jain",
+                "check": {"op": ">", "value": 0.95},
+            },
+        ],
+    }
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    md, results = reproduce(folder, out=tmp_path / "m.md", runs_dir=tmp_path / "runs", workers=1)
+    assert {r.claim.id: r.holds for r in results} == {
+        "both-fixed": True,
+        "b-silent-early": True,
+        "fair": True,
+    }
+    # b is absent from the early window: it started at 2 s.
+    assert "Mean over the flows" in md.read_text()
+    summary = {"flows": [{"name": "a", "x": 1.0}, {"name": "b", "x": 3.0}, {"name": "c"}]}
+    assert metric_value(summary, "flow:*.x") == 2.0
+    assert metric_value(summary, "flow:*.y") is None
+    spec["experiment"][0]["windows"] = {"bad": ["5s", "1s"]}
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"experiment\[0\]: key `windows.bad`: start 5s"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    spec["experiment"][0]["windows"] = {"bad": ["soon", "1s"]}
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"key `windows.bad`: `soon` is not a duration"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+
+
 def test_an_unseen_controller_state_has_share_zero() -> None:
     summary = {"flows": [{"name": "m", "cc_states": {"normal": 1.0}}]}
     assert metric_value(summary, "flow:m.cc_states.normal") == 1.0

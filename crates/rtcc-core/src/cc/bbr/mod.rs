@@ -422,6 +422,7 @@ impl Bbr {
         self.rtprop_expired
     }
     /// When RTprop was last taken or refreshed.
+    #[cfg(test)]
     pub(crate) fn rtprop_stamp(&self) -> Instant {
         self.rtprop_stamp
     }
