@@ -436,3 +436,48 @@ fn multipath_keys_reach_the_session() {
     let s = run_to(&scenario(&two_paths("wrr", "10s")), None, true);
     assert!(u(&flow(&s, "mp")["multipath"]["retransmissions"]) > 0);
 }
+
+#[test]
+fn a_one_path_multipath_flow_matches_a_media_flow() {
+    // Step: the same GCC flow on one path, once as a media flow, once as a
+    // multipath-media flow with that path only. The two sessions packetize,
+    // pace and report alike and GCC does not probe with padding, so the
+    // network sees the same packets and the receiver the same frames: the
+    // simulator routes, delivers and feeds back a multipath flow as a media flow.
+    let text = |kind: &str| {
+        format!(
+            r#"
+duration = "20s"
+[topology]
+kind = "paths"
+[[link]]
+name = "L"
+rate = "1.5Mbps"
+delay = "40ms"
+queue = "100ms"
+[[flow]]
+name = "f"
+{kind}
+cc = "gcc"
+encoder = {{ fps = 25, gop = 0, max_bitrate = "2Mbps", size_variability = 0.0 }}
+"#
+        )
+    };
+    let media = run_to(&scenario(&text("kind = \"media\"")), None, true);
+    let mp = run_to(
+        &scenario(&text("kind = \"multipath-media\"\npaths = [\"L\"]")),
+        None,
+        true,
+    );
+    let (a, b) = (flow(&media, "f"), flow(&mp, "f"));
+    for k in [
+        "frame_delay_ms",
+        "goodput_kbps",
+        "frames_displayed",
+        "owd_ms",
+        "packets_sent",
+    ] {
+        assert_eq!(a[k], b[k], "{k}: media {} vs multipath {}", a[k], b[k]);
+    }
+    assert!(u(&b["frames_displayed"]) > 450, "{b}");
+}
