@@ -127,7 +127,8 @@ pub struct TopologySpec {
     /// Dumbbell access links: queue size.
     pub access_queue: QueueSpec,
     /// Rate of the reverse path (feedback, ACKs). Default: same as the forward bottleneck
-    /// for a dumbbell, unlimited for a single link.
+    /// for a dumbbell, unlimited for a single link and for every reverse link of
+    /// a paths topology.
     pub reverse_rate: Option<Bitrate>,
     /// One-way delay of the reverse path. Default: the forward link's delay.
     pub reverse_delay: Option<Duration>,
