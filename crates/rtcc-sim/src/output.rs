@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::metrics::{jain_index, DelaySummary};
 use crate::scenario::FlowKind;
-use crate::world::World;
+use crate::world::{MpFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
 pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps";
@@ -110,6 +110,70 @@ pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// The multipath part of a flow's summary: `scheduler`, `paths` (one entry
+/// per path, in the session's order) and the session counters `multipath`.
+fn multipath_json(m: &mut Map<String, Value>, world: &World, mp: &MpFlow) {
+    m.insert("scheduler".into(), json!(mp.scheduler));
+    let paths: Vec<Value> = mp
+        .paths
+        .iter()
+        .map(|p| {
+            let mut e = Map::new();
+            e.insert("path".into(), json!(p.name));
+            e.insert(
+                "bottleneck".into(),
+                json!(world
+                    .link_names
+                    .get(p.bottleneck)
+                    .cloned()
+                    .unwrap_or_default()),
+            );
+            if let Some(o) = p.outcome {
+                let loss = if o.packets_sent == 0 {
+                    0.0
+                } else {
+                    p.dropped as f64 / o.packets_sent as f64
+                };
+                e.insert("packets_sent".into(), json!(o.packets_sent));
+                e.insert("bytes_sent".into(), json!(o.bytes_sent));
+                e.insert("share".into(), json!(round3(o.share)));
+                e.insert(
+                    "media_packets_scheduled".into(),
+                    json!(o.media_packets_scheduled),
+                );
+                e.insert("retransmissions".into(), json!(o.retransmissions_sent));
+                e.insert("padding_packets".into(), json!(o.padding_packets_sent));
+                e.insert("packets_received".into(), json!(o.packets_received));
+                e.insert("segments_new".into(), json!(o.segments_new));
+                e.insert("packets_lost".into(), json!(p.dropped));
+                e.insert("loss_rate".into(), json!(round3(loss)));
+                e.insert("reported_lost".into(), json!(o.packets_reported_lost));
+                e.insert("presumed_lost".into(), json!(o.packets_presumed_lost));
+                if let Some(r) = o.srtt {
+                    e.insert("srtt_ms".into(), json!(round3(r.as_millis_f64())));
+                }
+                e.insert("target_kbps".into(), json!(round3(o.target.as_kbps_f64())));
+            }
+            e.insert("owd_ms".into(), delay_json(p.owd.summary()));
+            Value::Object(e)
+        })
+        .collect();
+    m.insert("paths".into(), Value::Array(paths));
+    if let Some(o) = mp.outcome {
+        m.insert(
+            "multipath".into(),
+            json!({
+                "retransmissions": o.retransmissions,
+                "retransmissions_expired": o.retransmissions_expired,
+                "retransmissions_unneeded": o.retransmissions_unneeded,
+                "key_frames_requested": o.key_frames_requested,
+                "segments_duplicate": o.segments_duplicate,
+                "segments_late": o.segments_late,
+            }),
+        );
+    }
+}
+
 pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
     let duration = world.end - rtcc_core::Instant::ZERO;
     let mut flows = Vec::new();
@@ -124,7 +188,8 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
         if !f.cc.is_empty() {
             m.insert("cc".into(), json!(f.cc));
         }
-        if let (FlowKind::Media, Some(media)) = (f.kind, f.media) {
+        let media_like = matches!(f.kind, FlowKind::Media | FlowKind::MultipathMedia);
+        if let (true, Some(media)) = (media_like, f.media) {
             m.insert(
                 "media_bitrate_kbps".into(),
                 json!(round3(
@@ -133,7 +198,7 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             );
         }
         m.insert("goodput_kbps".into(), json!(round3(goodput_kbps)));
-        if f.kind == FlowKind::Media {
+        if media_like {
             m.insert("frame_delay_ms".into(), delay_json(f.frame_delay.summary()));
             if let Some(media) = f.media {
                 m.insert(
@@ -157,6 +222,9 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
                     );
                 }
             }
+            if let Some(mp) = &f.mp {
+                multipath_json(&mut m, world, mp);
+            }
             if f.accuracy_n > 0 {
                 m.insert(
                     "bw_estimate_accuracy".into(),
@@ -172,7 +240,10 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
                     .iter()
                     .map(|(name, k)| ((*name).to_string(), json!(round3(*k as f64 / n))))
                     .collect();
-                m.insert("cc_states".into(), Value::Object(states));
+                // A multipath flow has a controller state per path: none shown.
+                if f.mp.is_none() {
+                    m.insert("cc_states".into(), Value::Object(states));
+                }
             }
         }
         let sent = f.counters.packets_sent;

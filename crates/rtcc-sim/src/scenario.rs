@@ -94,13 +94,31 @@ pub enum TopologyKind {
     /// N senders and N receivers with their own access links on both sides of a
     /// shared bottleneck, in both directions.
     Dumbbell,
+    /// Several paths (Delay-BBR multipath §5.2): each `[[link]]` is the
+    /// forward bottleneck of one path named like it, or `[[path]]` tables make
+    /// paths of sequences of links (paths may share a link). Every link used
+    /// by a path gets a reverse link derived as a single link's is. A flow
+    /// takes the path its `path` key names (the first by default); a
+    /// `multipath-media` flow takes the paths of its `paths` key.
+    Paths,
+}
+
+impl TopologyKind {
+    /// The name used in scenarios.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyKind::Single => "single",
+            TopologyKind::Dumbbell => "dumbbell",
+            TopologyKind::Paths => "paths",
+        }
+    }
 }
 
 /// `[topology]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TopologySpec {
-    /// single | dumbbell.
+    /// single | dumbbell | paths.
     pub kind: TopologyKind,
     /// Dumbbell access links: rate.
     pub access_rate: Bitrate,
@@ -109,7 +127,8 @@ pub struct TopologySpec {
     /// Dumbbell access links: queue size.
     pub access_queue: QueueSpec,
     /// Rate of the reverse path (feedback, ACKs). Default: same as the forward bottleneck
-    /// for a dumbbell, unlimited for a single link.
+    /// for a dumbbell, unlimited for a single link and for every reverse link of
+    /// a paths topology.
     pub reverse_rate: Option<Bitrate>,
     /// One-way delay of the reverse path. Default: the forward link's delay.
     pub reverse_delay: Option<Duration>,
@@ -325,6 +344,31 @@ pub struct LinkSpec {
     pub mahimahi_opportunity: Bytes,
 }
 
+/// `[[path]]` of a `kind = "paths"` topology: a named sequence of links,
+/// crossed in order by the forward direction and in reverse order by the
+/// reverse links.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    /// Name, used by the flows' `path` / `paths` keys and in outputs.
+    pub name: String,
+    /// Names of the `[[link]]`s the path crosses, sender to receiver.
+    pub links: Spanned<Vec<String>>,
+}
+
+/// A path of a `kind = "paths"` topology after validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// The path's name.
+    pub name: String,
+    /// Indices into [`Scenario::links`], sender to receiver.
+    pub links: Vec<usize>,
+}
+
+/// Most paths a `multipath-media` flow may use (a packet carries its path
+/// index in a byte; 64 is far beyond any multipath experiment).
+pub const MAX_FLOW_PATHS: usize = 64;
+
 fn default_opportunity() -> Bytes {
     Bytes::new(1500)
 }
@@ -339,6 +383,10 @@ pub enum FlowKind {
     Tcp,
     /// Constant-bit-rate UDP.
     UdpCbr,
+    /// A multipath video session (Delay-BBR multipath §3.1): one encoder,
+    /// a scheduler placing each segment on one of several paths, a congestion
+    /// controller per path (`rtcc_core::session::multipath`).
+    MultipathMedia,
 }
 
 impl FlowKind {
@@ -348,6 +396,7 @@ impl FlowKind {
             FlowKind::Media => "media",
             FlowKind::Tcp => "tcp",
             FlowKind::UdpCbr => "udp-cbr",
+            FlowKind::MultipathMedia => "multipath-media",
         }
     }
 }
@@ -442,10 +491,11 @@ pub struct EtrSpec {
 pub struct FlowSpec {
     /// Name, used in outputs.
     pub name: String,
-    /// media | tcp | udp-cbr.
+    /// media | tcp | udp-cbr | multipath-media.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media: gcc | fixed | camel | bbr | delay-bbr |
-    /// webrtc-bbr | copa | sqp | pudica; tcp: newreno | reno | tahoe | cubic).
+    /// Congestion controller (media and multipath-media, where it is every
+    /// path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr | copa | sqp
+    /// | pudica; tcp: newreno | reno | tahoe | cubic).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]
@@ -490,6 +540,24 @@ pub struct FlowSpec {
     pub abc_limit: Option<Spanned<u32>>,
     /// Dumbbell: this flow's access-link delay (both sides), overriding the topology's.
     pub access_delay: Option<Spanned<Duration>>,
+    /// `kind = "paths"` topology, single-path flows: the path taken
+    /// (default: the first path).
+    pub path: Option<Spanned<String>>,
+    /// multipath-media: the paths used, by name (at least one, each once);
+    /// the order is the session's path index.
+    pub paths: Option<Spanned<Vec<String>>>,
+    /// multipath-media: the scheduler placing segments on paths, one of
+    /// `rtcc_core::multipath::SchedulerConfig::NAMES` (default "min-cost").
+    pub scheduler: Option<Spanned<String>>,
+    /// multipath-media: cap on the encoder target, the sum of the paths'
+    /// targets (default 2 Mbps, `DEFAULT_MAX_TOTAL_BITRATE`).
+    pub max_total_bitrate: Option<Spanned<Bitrate>>,
+    /// multipath-media: how long a sent segment stays retransmittable
+    /// (default 500 ms, `DEFAULT_RETRANSMIT_BUFFER`).
+    pub retransmit_buffer: Option<Spanned<Duration>>,
+    /// multipath-media: how long the receiver waits for an incomplete delta
+    /// frame (default 500 ms, `DEFAULT_MAX_WAIT`).
+    pub max_wait: Option<Spanned<Duration>>,
 }
 
 /// `[output]`.
@@ -523,6 +591,8 @@ struct ScenarioFile {
     links: Vec<Spanned<LinkSpec>>,
     #[serde(default, rename = "flow")]
     flows: Vec<Spanned<FlowSpec>>,
+    #[serde(default, rename = "path")]
+    paths: Vec<Spanned<PathSpec>>,
     #[serde(default)]
     output: OutputSpec,
 }
@@ -549,6 +619,9 @@ pub struct Scenario {
     pub links: Vec<Spanned<LinkSpec>>,
     /// Flows, in file order.
     pub flows: Vec<Spanned<FlowSpec>>,
+    /// `[[path]]` tables, in file order (`kind = "paths"` only; see
+    /// [`Scenario::resolved_paths`]).
+    pub paths: Vec<Spanned<PathSpec>>,
     /// Output options.
     pub output: OutputSpec,
     pub(crate) origin: Origin,
@@ -588,6 +661,42 @@ impl Scenario {
         self.seed
     }
 
+    /// The paths of a `kind = "paths"` topology, in order: the `[[path]]`
+    /// tables, or without them one path per `[[link]]`, named like it.
+    /// Empty for the other topologies.
+    pub fn resolved_paths(&self) -> Vec<ResolvedPath> {
+        if self.topology.kind != TopologyKind::Paths {
+            return Vec::new();
+        }
+        if self.paths.is_empty() {
+            return self
+                .links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| ResolvedPath {
+                    name: l.get_ref().name.clone(),
+                    links: vec![i],
+                })
+                .collect();
+        }
+        self.paths
+            .iter()
+            .map(|p| {
+                let p = p.get_ref();
+                ResolvedPath {
+                    name: p.name.clone(),
+                    // Validation checked that every name is a link's.
+                    links: p
+                        .links
+                        .get_ref()
+                        .iter()
+                        .filter_map(|n| self.links.iter().position(|l| &l.get_ref().name == n))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
     fn parse(
         text: String,
         name: String,
@@ -618,6 +727,7 @@ impl Scenario {
             topology: file.topology,
             links: file.links,
             flows: file.flows,
+            paths: file.paths,
             output: file.output,
             origin,
         };
@@ -766,6 +876,7 @@ impl Scenario {
                 "a dumbbell with several links needs one named \"bottleneck\"",
             ));
         }
+        self.validate_paths()?;
         let mut fnames: Vec<&str> = Vec::new();
         for (i, f) in self.flows.iter().enumerate() {
             self.validate_flow(i, f)?;
@@ -780,6 +891,181 @@ impl Scenario {
         }
         if self.output.sample_interval.is_zero() {
             return Err(self.error(None, "output.sample_interval", "must be greater than 0s"));
+        }
+        Ok(())
+    }
+
+    /// `[[path]]` tables: only with `kind = "paths"`, unique names, at least
+    /// one link each, every link declared and crossed once.
+    fn validate_paths(&self) -> Result<(), ScenarioError> {
+        if let Some(p) = self.paths.first() {
+            if self.topology.kind != TopologyKind::Paths {
+                return Err(self.error(
+                    Some(p.span()),
+                    "path[0]",
+                    format!(
+                        "`[[path]]` only applies to [topology] kind = \"paths\" (this topology is \"{}\")",
+                        self.topology.kind.as_str()
+                    ),
+                ));
+            }
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for (i, p) in self.paths.iter().enumerate() {
+            let spec = p.get_ref();
+            if names.contains(&spec.name.as_str()) {
+                return Err(self.error(
+                    Some(p.span()),
+                    &format!("path[{i}].name"),
+                    format!("duplicate path name \"{}\"", spec.name),
+                ));
+            }
+            names.push(&spec.name);
+            let links = &spec.links;
+            let key = format!("path[{i}].links");
+            if links.get_ref().is_empty() {
+                return Err(self.error(Some(links.span()), &key, "a path needs at least one link"));
+            }
+            for (k, n) in links.get_ref().iter().enumerate() {
+                if !self.links.iter().any(|l| &l.get_ref().name == n) {
+                    let known: Vec<&str> = self
+                        .links
+                        .iter()
+                        .map(|l| l.get_ref().name.as_str())
+                        .collect();
+                    return Err(self.error(
+                        Some(links.span()),
+                        &key,
+                        format!("unknown link \"{n}\" (links: {})", known.join(", ")),
+                    ));
+                }
+                if links.get_ref()[..k].contains(n) {
+                    return Err(self.error(
+                        Some(links.span()),
+                        &key,
+                        format!("link \"{n}\" appears twice in the path"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `path` / `paths` / multipath keys of flow `i` against the topology.
+    fn validate_flow_paths(&self, i: usize, f: &Spanned<FlowSpec>) -> Result<(), ScenarioError> {
+        let spec = f.get_ref();
+        let kind = *spec.kind.get_ref();
+        let key = |k: &str| format!("flow[{i}].{k}");
+        let paths_topology = self.topology.kind == TopologyKind::Paths;
+        let known: Vec<String> = self.resolved_paths().into_iter().map(|p| p.name).collect();
+        let unknown = |n: &str| format!("unknown path \"{n}\" (paths: {})", known.join(", "));
+        if let Some(p) = &spec.path {
+            if kind == FlowKind::MultipathMedia {
+                return Err(self.error(
+                    Some(p.span()),
+                    &key("path"),
+                    "a multipath-media flow takes `paths = [...]`, not `path`",
+                ));
+            }
+            if !paths_topology {
+                return Err(self.error(
+                    Some(p.span()),
+                    &key("path"),
+                    format!(
+                        "`path = \"{}\"` only applies to [topology] kind = \"paths\" (this topology is \"{}\")",
+                        p.get_ref(),
+                        self.topology.kind.as_str()
+                    ),
+                ));
+            }
+            if !known.iter().any(|k| k == p.get_ref()) {
+                return Err(self.error(Some(p.span()), &key("path"), unknown(p.get_ref())));
+            }
+        }
+        if kind != FlowKind::MultipathMedia {
+            return Ok(());
+        }
+        if !paths_topology {
+            return Err(self.error(
+                Some(spec.kind.span()),
+                &key("kind"),
+                format!(
+                    "a multipath-media flow needs [topology] kind = \"paths\" (this topology is \"{}\")",
+                    self.topology.kind.as_str()
+                ),
+            ));
+        }
+        let Some(ps) = &spec.paths else {
+            return Err(self.error(
+                Some(f.span()),
+                &key("paths"),
+                format!(
+                    "a multipath-media flow needs `paths = [...]` (paths: {})",
+                    known.join(", ")
+                ),
+            ));
+        };
+        let list = ps.get_ref();
+        if list.is_empty() {
+            return Err(self.error(
+                Some(ps.span()),
+                &key("paths"),
+                "`paths` is empty: give at least one path",
+            ));
+        }
+        if list.len() > MAX_FLOW_PATHS {
+            return Err(self.error(
+                Some(ps.span()),
+                &key("paths"),
+                format!(
+                    "{} paths is more than the {MAX_FLOW_PATHS} a flow may use",
+                    list.len()
+                ),
+            ));
+        }
+        for (k, n) in list.iter().enumerate() {
+            if !known.iter().any(|x| x == n) {
+                return Err(self.error(Some(ps.span()), &key("paths"), unknown(n)));
+            }
+            if list[..k].contains(n) {
+                return Err(self.error(
+                    Some(ps.span()),
+                    &key("paths"),
+                    format!("path \"{n}\" is listed twice"),
+                ));
+            }
+        }
+        if let Some(s) = &spec.scheduler {
+            let names = rtcc_core::multipath::SchedulerConfig::NAMES;
+            if !names.contains(&s.get_ref().as_str()) {
+                return Err(self.error(
+                    Some(s.span()),
+                    &key("scheduler"),
+                    format!(
+                        "unknown scheduler \"{}\" (one of: {})",
+                        s.get_ref(),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(m) = &spec.max_total_bitrate {
+            if m.get_ref().is_zero() {
+                return Err(self.error(
+                    Some(m.span()),
+                    &key("max_total_bitrate"),
+                    "must be greater than 0bps",
+                ));
+            }
+        }
+        if let Some(w) = &spec.max_wait {
+            if w.get_ref().is_zero() {
+                return Err(self.error(
+                    Some(w.span()),
+                    &key("max_wait"),
+                    "must be greater than 0s",
+                ));
+            }
         }
         Ok(())
     }
@@ -885,17 +1171,25 @@ impl Scenario {
             Ok(())
         };
         use FlowKind::*;
-        not_for(spec.encoder.as_ref().map(|s| s.span()), "encoder", &[Media])?;
+        not_for(
+            spec.encoder.as_ref().map(|s| s.span()),
+            "encoder",
+            &[Media, MultipathMedia],
+        )?;
         not_for(
             spec.cc_config.as_ref().map(|s| s.span()),
             "cc_config",
-            &[Media],
+            &[Media, MultipathMedia],
         )?;
-        not_for(spec.mtu.as_ref().map(|s| s.span()), "mtu", &[Media])?;
+        not_for(
+            spec.mtu.as_ref().map(|s| s.span()),
+            "mtu",
+            &[Media, MultipathMedia],
+        )?;
         not_for(
             spec.header_overhead.as_ref().map(|s| s.span()),
             "header_overhead",
-            &[Media],
+            &[Media, MultipathMedia],
         )?;
         if let Some(h) = &spec.header_overhead {
             if h.get_ref().get() > 1000 {
@@ -909,7 +1203,7 @@ impl Scenario {
         not_for(
             spec.feedback_interval.as_ref().map(|s| s.span()),
             "feedback_interval",
-            &[Media],
+            &[Media, MultipathMedia],
         )?;
         not_for(
             spec.recovery.as_ref().map(|s| s.span()),
@@ -919,7 +1213,7 @@ impl Scenario {
         not_for(
             spec.queue_time_limit.as_ref().map(|s| s.span()),
             "queue_time_limit",
-            &[Media],
+            &[Media, MultipathMedia],
         )?;
         not_for(
             spec.frame_drop_queue_time.as_ref().map(|s| s.span()),
@@ -941,6 +1235,22 @@ impl Scenario {
             }
         }
         not_for(spec.rate.as_ref().map(|s| s.span()), "rate", &[UdpCbr])?;
+        for (present, name) in [
+            (spec.paths.as_ref().map(|s| s.span()), "paths"),
+            (spec.scheduler.as_ref().map(|s| s.span()), "scheduler"),
+            (
+                spec.max_total_bitrate.as_ref().map(|s| s.span()),
+                "max_total_bitrate",
+            ),
+            (
+                spec.retransmit_buffer.as_ref().map(|s| s.span()),
+                "retransmit_buffer",
+            ),
+            (spec.max_wait.as_ref().map(|s| s.span()), "max_wait"),
+        ] {
+            not_for(present, name, &[MultipathMedia])?;
+        }
+        self.validate_flow_paths(i, f)?;
         not_for(
             spec.packet_size.as_ref().map(|s| s.span()),
             "packet_size",
@@ -993,16 +1303,20 @@ impl Scenario {
             }
         }
         let cc_names: &[&str] = match kind {
-            Media => rtcc_core::CcConfig::NAMES,
+            Media | MultipathMedia => rtcc_core::CcConfig::NAMES,
             Tcp => &["newreno", "reno", "tahoe", "cubic"],
             UdpCbr => &[],
         };
         match (&spec.cc, kind) {
-            (None, Media) => {
+            (None, Media | MultipathMedia) => {
                 return Err(self.error(
                     Some(f.span()),
                     &key("cc"),
-                    format!("a media flow needs `cc` (one of: {})", cc_names.join(", ")),
+                    format!(
+                        "a {} flow needs `cc` (one of: {})",
+                        kind.as_str(),
+                        cc_names.join(", ")
+                    ),
                 ))
             }
             (Some(cc), UdpCbr) => {

@@ -16,8 +16,13 @@ use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConf
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
+use rtcc_core::multipath::SchedulerConfig;
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq, RecoveryConfig};
 use rtcc_core::rng;
+use rtcc_core::session::multipath::{
+    MultipathReceiver, MultipathReceiverConfig, MultipathSender, MultipathSenderConfig,
+    SegmentArrival,
+};
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
 use rtcc_core::session::sender::{
     FeedbackTimeout, SenderConfig, SenderSession, DEFAULT_FRAME_DROP_QUEUE_TIME,
@@ -32,14 +37,18 @@ use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, R
 use crate::metrics::DelayHistogram;
 use crate::output;
 use crate::scenario::{
-    EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, Scenario, ScenarioError,
-    TopologyKind, TraceFormatSpec,
+    EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, ResolvedPath, Scenario,
+    ScenarioError, TopologyKind, TraceFormatSpec,
 };
 use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender, TcpVariant};
 
 /// RNG element ids: links use `LINK_RNG + index`, flows `FLOW_RNG + index`.
 const LINK_RNG: u64 = 1 << 32;
 const FLOW_RNG: u64 = 2 << 32;
+
+/// Scheduler of a multipath-media flow without `scheduler`: min-cost, the
+/// paper's own (Delay-BBR multipath §4.2).
+const DEFAULT_SCHEDULER: &str = "min-cost";
 
 /// IPv4 + UDP header bytes added to a CBR packet's payload.
 const UDP_IP_HEADER: Bytes = Bytes::new(28);
@@ -73,12 +82,30 @@ enum Body {
     Seg(Segment),
     Ack(Ack),
     Cbr,
+    /// A segment of a multipath flow on path `SimPacket::path`: that path's
+    /// transport sequence and the segment header (a retransmission carries
+    /// the same header; the receiver needs nothing else).
+    MpMedia {
+        seq: u64,
+        meta: MediaPacket,
+    },
+    /// Feedback of path `SimPacket::path` of a multipath flow, in `World::fb_pool`.
+    MpFeedback {
+        slot: u32,
+    },
+    /// Padding on path `SimPacket::path` of a multipath flow.
+    MpPadding {
+        seq: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
 struct SimPacket {
     flow: u32,
     dir: Dir,
+    /// Path index within the flow: 0 except on the other paths of a
+    /// multipath flow; selects the route (`World::route`).
+    path: u8,
     size: Bytes,
     sent: Instant,
     body: Body,
@@ -90,8 +117,8 @@ pub(crate) enum Event {
         pkt: u32,
         hop: u16,
     },
-    /// Deliveries due now from a flow's waiting list (`Flow::waiting`);
-    /// `dir` is `Dir as u8`.
+    /// Deliveries due now from a flow's waiting list (`World::waiting_mut`);
+    /// `dir` is the list's slot, `Dir as u8 + 2 · path`.
     Deliver {
         flow: u32,
         dir: u8,
@@ -116,6 +143,7 @@ enum SenderEp {
     Idle,
     Media(Box<SenderSession<SimEncoder>>),
     Tcp(Box<TcpSender>),
+    Multipath(Box<MultipathSender<SimEncoder>>),
     Cbr {
         interval: Duration,
         next_k: u64,
@@ -128,6 +156,7 @@ enum ReceiverEp {
     Idle,
     Media(Box<ReceiverSession>),
     Tcp(Box<TcpReceiver>),
+    Multipath(Box<MultipathReceiver>),
     Cbr,
 }
 
@@ -191,8 +220,81 @@ pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<Cc
 /// `encoder.kind = "ladder"` carries its ladder trace.
 enum FlowSetup {
     Media(Box<MediaSetup>, Option<LadderTrace>),
+    Multipath(Box<MultipathSetup>, Option<LadderTrace>),
     Tcp(TcpConfig),
     Cbr { rate: Bitrate, payload: Bytes },
+}
+
+/// What media and multipath-media flows build alike from their keys.
+struct MediaParts {
+    encoder: ParametricEncoderConfig,
+    ladder: Option<LadderTrace>,
+    cc: CcConfig,
+    packetizer: Packetizer,
+}
+
+/// A multipath-media flow's parts, as [`MediaSetup`] for a media flow.
+#[derive(Debug, Clone)]
+struct MultipathSetup {
+    sender: MultipathSenderConfig,
+    encoder: ParametricEncoderConfig,
+    receiver: MultipathReceiverConfig,
+}
+
+/// What the world keeps of a multipath flow beyond a media flow's.
+pub(crate) struct MpFlow {
+    /// The scheduler's name (`SchedulerConfig::name`).
+    pub(crate) scheduler: &'static str,
+    /// Per path, in the session's path order.
+    pub(crate) paths: Vec<MpPath>,
+    /// Waiting lists of the paths ≥ 1 (slot `2 + 2·(path − 1) + dir`; paths
+    /// 0 use `Flow::waiting`), as `Flow::waiting`: each path's packets reach
+    /// the endpoint in order, but two paths' do not interleave in order.
+    waiting: Vec<VecDeque<(Instant, u32)>>,
+    /// Session counters at the end of the run.
+    pub(crate) outcome: Option<MpOutcome>,
+}
+
+/// One path of a multipath flow.
+pub(crate) struct MpPath {
+    /// The path's name (`[[path]]` or link name).
+    pub(crate) name: String,
+    /// Index in `World::links` of its bottleneck (least mean capacity).
+    pub(crate) bottleneck: usize,
+    /// Forward packets the network dropped on this path.
+    pub(crate) dropped: u64,
+    /// One-way delay of the forward packets delivered on this path.
+    pub(crate) owd: DelayHistogram,
+    /// Session counters of the path at the end of the run.
+    pub(crate) outcome: Option<MpPathOutcome>,
+}
+
+/// End-of-run counters of one path of a multipath flow.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MpPathOutcome {
+    pub(crate) packets_sent: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) media_packets_scheduled: u64,
+    pub(crate) share: f64,
+    pub(crate) retransmissions_sent: u64,
+    pub(crate) padding_packets_sent: u64,
+    pub(crate) packets_reported_lost: u64,
+    pub(crate) packets_presumed_lost: u64,
+    pub(crate) packets_received: u64,
+    pub(crate) segments_new: u64,
+    pub(crate) srtt: Option<Duration>,
+    pub(crate) target: Bitrate,
+}
+
+/// End-of-run session counters of a multipath flow.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MpOutcome {
+    pub(crate) retransmissions: u64,
+    pub(crate) retransmissions_expired: u64,
+    pub(crate) retransmissions_unneeded: u64,
+    pub(crate) key_frames_requested: u64,
+    pub(crate) segments_duplicate: u64,
+    pub(crate) segments_late: u64,
 }
 
 /// Per-flow counters, cumulative.
@@ -242,6 +344,8 @@ pub(crate) struct Flow {
     /// Counters at the previous sample, for per-interval rates.
     prev: FlowCounters,
     pub(crate) media: Option<MediaOutcome>,
+    /// A multipath-media flow's paths and results.
+    pub(crate) mp: Option<Box<MpFlow>>,
     rng_seed: u64,
     rng_id: u64,
 }
@@ -292,6 +396,10 @@ pub(crate) struct World {
     dedicated: Vec<bool>,
     /// Per flow and direction (index `2·flow + dir`): the path's range in `paths`.
     routes: Vec<(u32, u32)>,
+    /// The routes of the paths ≥ 1 of multipath flows: path `p` of flow `f`
+    /// in direction `dir` is at `mp_route_base[f] + 2·(p − 1) + dir`.
+    mp_routes: Vec<(u32, u32)>,
+    mp_route_base: Vec<u32>,
     paths: Vec<u32>,
     pub(crate) flows: Vec<Flow>,
     packets: Vec<SimPacket>,
@@ -414,17 +522,70 @@ impl World {
         let main_idx = sc.main_link_index();
         let main = declared[main_idx];
         let main_spec = sc.links[main_idx].get_ref();
-        let reverse_cfg = sc.reverse_config_of(links[main as usize].config(), main_spec);
-        let rev_main = add_link(
-            &mut links,
-            &mut link_names,
-            format!("{}-reverse", main_spec.name),
-            reverse_cfg,
-        );
+        let paths_topology = topo.kind == TopologyKind::Paths;
+        let resolved = sc.resolved_paths();
+        // Paths topology: a reverse link for every link a path uses, in link
+        // order, derived as a single link's; `reverse_of[i]` is link i's.
+        let mut reverse_of: Vec<Option<u32>> = vec![None; declared.len()];
+        let rev_main = if paths_topology {
+            for (i, l) in sc.links.iter().enumerate() {
+                if resolved.iter().any(|p| p.links.contains(&i)) {
+                    let cfg =
+                        sc.reverse_config_of(links[declared[i] as usize].config(), l.get_ref());
+                    reverse_of[i] = Some(add_link(
+                        &mut links,
+                        &mut link_names,
+                        format!("{}-reverse", l.get_ref().name),
+                        cfg,
+                    ));
+                }
+            }
+            // Not a route of its own here; only marked as sampled below.
+            reverse_of[main_idx].unwrap_or(main)
+        } else {
+            let reverse_cfg = sc.reverse_config_of(links[main as usize].config(), main_spec);
+            add_link(
+                &mut links,
+                &mut link_names,
+                format!("{}-reverse", main_spec.name),
+                reverse_cfg,
+            )
+        };
+        let end = Instant::ZERO + sc.duration;
+        // Per resolved path: forward links, reverse links (receiver to
+        // sender), and the bottleneck (least mean capacity over the run,
+        // the first such link on a tie).
+        let path_links: Vec<(Vec<u32>, Vec<u32>, usize)> = resolved
+            .iter()
+            .map(|p: &ResolvedPath| {
+                let fwd: Vec<u32> = p.links.iter().map(|&i| declared[i]).collect();
+                // Every link of a path got a reverse link above.
+                let rev: Vec<u32> = p
+                    .links
+                    .iter()
+                    .rev()
+                    .filter_map(|&i| reverse_of[i])
+                    .collect();
+                let mut bneck = fwd[0] as usize;
+                for &l in &fwd {
+                    let cap = links[l as usize].mean_capacity(Instant::ZERO, end);
+                    if cap < links[bneck].mean_capacity(Instant::ZERO, end) {
+                        bneck = l as usize;
+                    }
+                }
+                (fwd, rev, bneck)
+            })
+            .collect();
+        let path_index = |name: &str| resolved.iter().position(|p| p.name == name);
+        let mut mp_routes: Vec<(u32, u32)> = Vec::new();
+        let mut mp_route_base: Vec<u32> = Vec::new();
 
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             let spec = f.get_ref();
+            mp_route_base.push(mp_routes.len() as u32);
+            let mut bottleneck = main as usize;
+            let mut mp = None;
             let (fwd, rev) = match topo.kind {
                 TopologyKind::Single => {
                     let a = paths.len() as u32;
@@ -478,6 +639,58 @@ impl World {
                     paths.extend([d_up, rev_main, s_down]);
                     ((a, a + 3), (b, b + 3))
                 }
+                TopologyKind::Paths => {
+                    // Validation checked the names; a single-path flow
+                    // without `path` takes the first path.
+                    let chosen: Vec<usize> = match (&spec.paths, &spec.path) {
+                        (Some(ps), _) if *spec.kind.get_ref() == FlowKind::MultipathMedia => {
+                            ps.get_ref().iter().filter_map(|n| path_index(n)).collect()
+                        }
+                        (_, Some(p)) => path_index(p.get_ref()).into_iter().collect(),
+                        _ => vec![0],
+                    };
+                    let mut first = None;
+                    for (k, &pi) in chosen.iter().enumerate() {
+                        let (pf, pr, _) = &path_links[pi];
+                        let a = paths.len() as u32;
+                        paths.extend(pf);
+                        let b = paths.len() as u32;
+                        paths.extend(pr);
+                        let c = paths.len() as u32;
+                        if k == 0 {
+                            first = Some(((a, b), (b, c)));
+                        } else {
+                            mp_routes.extend([(a, b), (b, c)]);
+                        }
+                    }
+                    bottleneck = chosen.first().map_or(main as usize, |&pi| path_links[pi].2);
+                    if *spec.kind.get_ref() == FlowKind::MultipathMedia {
+                        let scheduler = spec
+                            .scheduler
+                            .as_ref()
+                            .and_then(|s| SchedulerConfig::default_for(s.get_ref()))
+                            .map_or(DEFAULT_SCHEDULER, |c| c.name());
+                        mp = Some(Box::new(MpFlow {
+                            scheduler,
+                            paths: chosen
+                                .iter()
+                                .map(|&pi| MpPath {
+                                    name: resolved[pi].name.clone(),
+                                    bottleneck: path_links[pi].2,
+                                    dropped: 0,
+                                    owd: DelayHistogram::new(),
+                                    outcome: None,
+                                })
+                                .collect(),
+                            waiting: (2..2 * chosen.len()).map(|_| VecDeque::new()).collect(),
+                            outcome: None,
+                        }));
+                    }
+                    // Validation guarantees a path (`paths` is not empty).
+                    first.ok_or_else(|| {
+                        sc.error(Some(f.span()), &format!("flow[{i}].paths"), "no path")
+                    })?
+                }
             };
             let setup = Self::flow_setup(sc, i, spec)?;
             let start = Instant::ZERO + spec.start;
@@ -498,7 +711,7 @@ impl World {
                 stop,
                 fwd,
                 rev,
-                bottleneck: main as usize,
+                bottleneck,
                 setup: Some(setup),
                 sender: SenderEp::Idle,
                 receiver: ReceiverEp::Idle,
@@ -515,6 +728,7 @@ impl World {
                 states: Vec::new(),
                 prev: FlowCounters::default(),
                 media: None,
+                mp,
                 rng_seed: seed,
                 rng_id: FLOW_RNG + i as u64,
             });
@@ -528,12 +742,20 @@ impl World {
         let mut dedicated: Vec<bool> = uses.iter().map(|&u| u == 1).collect();
         dedicated[main as usize] = false;
         dedicated[rev_main as usize] = false;
+        if paths_topology {
+            // As in a single topology, every link of a paths topology is a
+            // bottleneck some flow is sampled on or shares with others: none
+            // is cut through, and no delivery is early.
+            dedicated.iter_mut().for_each(|d| *d = false);
+        }
         let routes = flows.iter().flat_map(|f| [f.fwd, f.rev]).collect();
         let mut queue = EventQueue::new();
         queue.reserve_streams(links.len());
         let mut world = World {
             dedicated,
             routes,
+            mp_routes,
+            mp_route_base,
             now: Instant::ZERO,
             end: Instant::ZERO + sc.duration,
             queue,
@@ -653,50 +875,66 @@ impl World {
         Ok(cfg)
     }
 
+    /// The parts a media or multipath-media flow builds alike: encoder
+    /// (ladder trace loaded), controller settings, packetizer.
+    fn media_parts(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<MediaParts, ScenarioError> {
+        let key = |k: &str| format!("flow[{i}].{k}");
+        let enc_spec = f
+            .encoder
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .unwrap_or_default();
+        let enc_span = f.encoder.as_ref().map(|e| e.span());
+        let encoder = encoder_config(&enc_spec)
+            .map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
+        encoder
+            .validate()
+            .map_err(|e| sc.error(enc_span.clone(), &key("encoder"), e.to_string()))?;
+        let ladder = match &enc_spec.trace {
+            // Validation resolved the path; a read or parse error names
+            // the file, line and field.
+            Some(t) if enc_spec.kind == "ladder" => {
+                let path = sc.resolve_path(t).map_err(|_| {
+                    sc.error(
+                        enc_span.clone(),
+                        &key("encoder.trace"),
+                        format!("trace file \"{t}\" not found"),
+                    )
+                })?;
+                Some(LadderTrace::load(&path).map_err(|e| {
+                    sc.error(enc_span.clone(), &key("encoder.trace"), e.to_string())
+                })?)
+            }
+            _ => None,
+        };
+        let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
+        let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
+            .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
+        let mut packetizer = Packetizer::default();
+        if let Some(m) = &f.mtu {
+            packetizer.mtu = *m.get_ref();
+        }
+        if let Some(h) = &f.header_overhead {
+            packetizer.header_overhead = *h.get_ref();
+        }
+        Ok(MediaParts {
+            encoder,
+            ladder,
+            cc,
+            packetizer,
+        })
+    }
+
     fn flow_setup(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<FlowSetup, ScenarioError> {
         let key = |k: &str| format!("flow[{i}].{k}");
         Ok(match *f.kind.get_ref() {
             FlowKind::Media => {
-                let enc_spec = f
-                    .encoder
-                    .as_ref()
-                    .map(|e| e.get_ref().clone())
-                    .unwrap_or_default();
-                let enc_span = f.encoder.as_ref().map(|e| e.span());
-                let encoder = encoder_config(&enc_spec)
-                    .map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
-                encoder
-                    .validate()
-                    .map_err(|e| sc.error(enc_span.clone(), &key("encoder"), e.to_string()))?;
-                let ladder = match &enc_spec.trace {
-                    // Validation resolved the path; a read or parse error names
-                    // the file, line and field.
-                    Some(t) if enc_spec.kind == "ladder" => {
-                        let path = sc.resolve_path(t).map_err(|_| {
-                            sc.error(
-                                enc_span.clone(),
-                                &key("encoder.trace"),
-                                format!("trace file \"{t}\" not found"),
-                            )
-                        })?;
-                        Some(LadderTrace::load(&path).map_err(|e| {
-                            sc.error(enc_span.clone(), &key("encoder.trace"), e.to_string())
-                        })?)
-                    }
-                    _ => None,
-                };
-                let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
-                let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
-                    .map_err(|m| {
-                        sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m)
-                    })?;
-                let mut packetizer = Packetizer::default();
-                if let Some(m) = &f.mtu {
-                    packetizer.mtu = *m.get_ref();
-                }
-                if let Some(h) = &f.header_overhead {
-                    packetizer.header_overhead = *h.get_ref();
-                }
+                let MediaParts {
+                    encoder,
+                    ladder,
+                    cc,
+                    packetizer,
+                } = Self::media_parts(sc, i, f)?;
                 let player = PlayerConfig::default();
                 let recovery =
                     recovery_config(f.recovery.as_ref().map(|r| r.get_ref().as_str()), &player)
@@ -730,6 +968,55 @@ impl World {
                     },
                 });
                 FlowSetup::Media(media, ladder)
+            }
+            FlowKind::MultipathMedia => {
+                let MediaParts {
+                    encoder,
+                    ladder,
+                    cc,
+                    packetizer,
+                } = Self::media_parts(sc, i, f)?;
+                let n = f.paths.as_ref().map_or(0, |p| p.get_ref().len());
+                let sched_name = f
+                    .scheduler
+                    .as_ref()
+                    .map_or(DEFAULT_SCHEDULER, |s| s.get_ref().as_str());
+                let scheduler = SchedulerConfig::default_for(sched_name).ok_or_else(|| {
+                    sc.error(
+                        f.scheduler.as_ref().map(|s| s.span()),
+                        &key("scheduler"),
+                        format!(
+                            "unknown scheduler \"{sched_name}\" (one of: {})",
+                            SchedulerConfig::NAMES.join(", ")
+                        ),
+                    )
+                })?;
+                let mut sender = MultipathSenderConfig::new(vec![cc; n], scheduler);
+                sender.packetizer = packetizer;
+                if let Some(m) = &f.max_total_bitrate {
+                    sender.max_total_bitrate = *m.get_ref();
+                }
+                if let Some(r) = &f.retransmit_buffer {
+                    sender.retransmit_buffer = *r.get_ref();
+                }
+                if let Some(l) = &f.queue_time_limit {
+                    sender.queue_time_limit = l.get_ref().time();
+                }
+                let mut receiver = MultipathReceiverConfig::new(n);
+                if let Some(d) = &f.feedback_interval {
+                    receiver.feedback_interval = *d.get_ref();
+                }
+                if let Some(w) = &f.max_wait {
+                    receiver.max_wait = *w.get_ref();
+                }
+                FlowSetup::Multipath(
+                    Box::new(MultipathSetup {
+                        sender,
+                        encoder,
+                        receiver,
+                    }),
+                    ladder,
+                )
             }
             FlowKind::Tcp => {
                 let mut c = TcpConfig::default();
@@ -786,7 +1073,7 @@ impl World {
 
     fn release(&mut self, idx: u32) {
         match self.packets[idx as usize].body {
-            Body::Feedback { slot } => self.fb_free.push(slot),
+            Body::Feedback { slot } | Body::MpFeedback { slot } => self.fb_free.push(slot),
             Body::Nack { slot } => self.nack_free.push(slot),
             _ => {}
         }
@@ -794,8 +1081,29 @@ impl World {
     }
 
     #[inline]
-    fn route(&self, flow: u32, dir: Dir) -> (u32, u32) {
-        self.routes[2 * flow as usize + usize::from(dir == Dir::Rev)]
+    fn route(&self, flow: u32, dir: Dir, path: u8) -> (u32, u32) {
+        let d = usize::from(dir == Dir::Rev);
+        if path == 0 {
+            self.routes[2 * flow as usize + d]
+        } else {
+            self.mp_routes
+                [self.mp_route_base[flow as usize] as usize + 2 * (usize::from(path) - 1) + d]
+        }
+    }
+
+    /// The waiting list of flow `fi` with slot `slot` = `Dir as u8 + 2·path`
+    /// (`Event::Deliver`).
+    #[inline]
+    fn waiting_mut(&mut self, fi: usize, slot: u8) -> &mut VecDeque<(Instant, u32)> {
+        let f = &mut self.flows[fi];
+        if slot < 2 {
+            return &mut f.waiting[usize::from(slot)];
+        }
+        match &mut f.mp {
+            Some(mp) => &mut mp.waiting[usize::from(slot) - 2],
+            // Slots ≥ 2 belong to the paths ≥ 1 of multipath flows only.
+            None => &mut f.waiting[usize::from(slot & 1)],
+        }
     }
 
     /// Put a packet on its path at `now`.
@@ -812,7 +1120,7 @@ impl World {
         debug_assert!(
             !self.early || {
                 let p = &self.packets[idx as usize];
-                let first = self.route(p.flow, p.dir).0;
+                let first = self.route(p.flow, p.dir, p.path).0;
                 self.dedicated[self.paths[first as usize] as usize]
             },
             "early response into a shared link"
@@ -838,11 +1146,11 @@ impl World {
     /// link shared by several flows) is never served early.
     /// This saves the delivery event of most data packets and acknowledgements.
     fn hop(&mut self, idx: u32, mut hop: u16) {
-        let (flow, dir, size) = {
+        let (flow, dir, path, size) = {
             let p = &self.packets[idx as usize];
-            (p.flow, p.dir, p.size)
+            (p.flow, p.dir, p.path, p.size)
         };
-        let (first, end) = self.route(flow, dir);
+        let (first, end) = self.route(flow, dir, path);
         let len = (end - first) as u16;
         let mut t = self.now;
         loop {
@@ -862,14 +1170,13 @@ impl World {
                         if self.flush_waiting(fi, dir, at) && self.can_deliver_early(fi, dir, at) {
                             self.deliver_at(idx, at);
                         } else {
-                            self.flows[fi].waiting[dir as usize].push_back((at, idx));
+                            // Path < MAX_FLOW_PATHS = 64: the slot fits a byte.
+                            let slot = dir as u8 + 2 * path;
+                            self.waiting_mut(fi, slot).push_back((at, idx));
                             self.queue.push_stream(
                                 link as u32,
                                 at,
-                                Event::Deliver {
-                                    flow,
-                                    dir: dir as u8,
-                                },
+                                Event::Deliver { flow, dir: slot },
                             );
                         }
                         return;
@@ -886,7 +1193,11 @@ impl World {
                 }
                 LinkOutcome::DroppedQueue | LinkOutcome::DroppedLoss => {
                     if dir == Dir::Fwd {
-                        self.flows[flow as usize].counters.packets_dropped += 1;
+                        let f = &mut self.flows[flow as usize];
+                        f.counters.packets_dropped += 1;
+                        if let Some(mp) = &mut f.mp {
+                            mp.paths[usize::from(path)].dropped += 1;
+                        }
                     }
                     self.release(idx);
                     return;
@@ -922,14 +1233,14 @@ impl World {
         }
     }
 
-    /// A `Deliver` event: the waiting packets due now.
-    fn on_deliver(&mut self, fi: usize, dir: Dir) {
+    /// A `Deliver` event: the waiting packets of list `slot` due now.
+    fn on_deliver(&mut self, fi: usize, slot: u8) {
         let now = self.now;
-        while let Some(&(t, idx)) = self.flows[fi].waiting[dir as usize].front() {
+        while let Some(&(t, idx)) = self.waiting_mut(fi, slot).front() {
             if t > now {
                 break;
             }
-            self.flows[fi].waiting[dir as usize].pop_front();
+            self.waiting_mut(fi, slot).pop_front();
             self.deliver(idx);
         }
     }
@@ -945,6 +1256,11 @@ impl World {
         if self.early || !self.lookahead {
             return false;
         }
+        // A multipath endpoint hears from several paths: a packet on another
+        // path may still reach it before `t`.
+        if self.flows[fi].mp.is_some() {
+            return false;
+        }
         // The endpoint's responses must enter a link no other path uses: a
         // shared first link could still receive other flows' packets at
         // instants before `t`.
@@ -952,7 +1268,7 @@ impl World {
             Dir::Fwd => Dir::Rev,
             Dir::Rev => Dir::Fwd,
         };
-        let first_back = self.route(fi as u32, back).0;
+        let first_back = self.route(fi as u32, back, 0).0;
         if !self.dedicated[self.paths[first_back as usize] as usize] {
             return false;
         }
@@ -1056,6 +1372,41 @@ impl World {
                 self.flows[fi].counters.goodput_bytes += payload.get();
                 self.release(idx);
             }
+            Body::MpMedia { seq, meta } => {
+                let path = usize::from(p.path);
+                let f = &mut self.flows[fi];
+                if let Some(mp) = &mut f.mp {
+                    mp.paths[path].owd.record(now - p.sent);
+                }
+                if let ReceiverEp::Multipath(r) = &mut f.receiver {
+                    // Goodput: segments new to the session buffer (a copy
+                    // of one already there, or of a finished frame, is not).
+                    if r.on_packet(now, path, seq, p.size, &meta) == SegmentArrival::New {
+                        f.counters.goodput_bytes += meta.payload.get();
+                    }
+                }
+                self.release(idx);
+                self.service_mp_receiver(fi);
+            }
+            Body::MpPadding { seq } => {
+                let path = usize::from(p.path);
+                let f = &mut self.flows[fi];
+                if let Some(mp) = &mut f.mp {
+                    mp.paths[path].owd.record(now - p.sent);
+                }
+                if let ReceiverEp::Multipath(r) = &mut f.receiver {
+                    r.on_padding(now, path, seq, p.size);
+                }
+                self.release(idx);
+                self.service_mp_receiver(fi);
+            }
+            Body::MpFeedback { slot } => {
+                if let SenderEp::Multipath(s) = &mut self.flows[fi].sender {
+                    s.handle_feedback(now, usize::from(p.path), &self.fb_pool[slot as usize]);
+                }
+                self.release(idx);
+                self.service_mp_sender(fi);
+            }
         }
     }
 
@@ -1064,6 +1415,7 @@ impl World {
         self.inject(SimPacket {
             flow: fi as u32,
             dir: Dir::Rev,
+            path: 0,
             size: a.wire_size,
             sent: now,
             body: Body::Ack(a),
@@ -1104,6 +1456,32 @@ impl World {
                 f.receiver = ReceiverEp::Media(Box::new(ReceiverSession::new(now, receiver)));
                 self.service_media_sender(fi);
             }
+            FlowSetup::Multipath(m, ladder) => {
+                let MultipathSetup {
+                    sender,
+                    encoder,
+                    receiver,
+                } = *m;
+                let rng = rng::stream(f.rng_seed, f.rng_id);
+                // Validated when the world was built, so the encoder cannot refuse its config.
+                let enc = match SimEncoder::new(now, encoder, ladder, rng) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        self.io_error = Some(std::io::Error::other(format!(
+                            "encoder of flow {}: {e}",
+                            f.name
+                        )));
+                        return;
+                    }
+                };
+                let mut session = MultipathSender::new(now, sender, enc);
+                // As for a media flow: padding reaches the receiver's
+                // feedback and nothing else, so each path's controller may probe.
+                session.enable_probe_padding();
+                f.sender = SenderEp::Multipath(Box::new(session));
+                f.receiver = ReceiverEp::Multipath(Box::new(MultipathReceiver::new(now, receiver)));
+                self.service_mp_sender(fi);
+            }
             FlowSetup::Tcp(cfg) => {
                 f.receiver = ReceiverEp::Tcp(Box::new(TcpReceiver::new(&cfg)));
                 f.sender = SenderEp::Tcp(Box::new(TcpSender::new(now, cfg)));
@@ -1139,6 +1517,7 @@ impl World {
                 let p = SimPacket {
                     flow: fi as u32,
                     dir: Dir::Fwd,
+                    path: 0,
                     size: t.packet.wire_size,
                     sent: now,
                     body: Body::Padding { seq: t.seq },
@@ -1149,6 +1528,7 @@ impl World {
             let p = SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
+                path: 0,
                 size: t.packet.wire_size,
                 sent: now,
                 body: Body::Media {
@@ -1193,6 +1573,7 @@ impl World {
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Rev,
+                path: 0,
                 size,
                 sent: now,
                 body: Body::Feedback { slot },
@@ -1218,6 +1599,7 @@ impl World {
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Rev,
+                path: 0,
                 size,
                 sent: now,
                 body: Body::Nack { slot },
@@ -1227,10 +1609,88 @@ impl World {
         self.reschedule_receiver(fi);
     }
 
+    /// Multipath sender: send what the session has for any path (each on
+    /// its path's route), then re-arm its timer.
+    fn service_mp_sender(&mut self, fi: usize) {
+        let now = self.now;
+        if self.flows[fi].stopped {
+            return;
+        }
+        loop {
+            let SenderEp::Multipath(s) = &mut self.flows[fi].sender else {
+                return;
+            };
+            let Some(t) = s.poll_transmit(now) else { break };
+            let body = if t.kind == PacketKind::Padding {
+                Body::MpPadding { seq: t.seq }
+            } else {
+                Body::MpMedia {
+                    seq: t.seq,
+                    meta: t.packet,
+                }
+            };
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Fwd,
+                // A flow has at most MAX_FLOW_PATHS = 64 paths (validated).
+                path: t.path as u8,
+                size: t.packet.wire_size,
+                sent: now,
+                body,
+            });
+        }
+        let SenderEp::Multipath(s) = &mut self.flows[fi].sender else {
+            return;
+        };
+        let t = s.poll_timeout(now);
+        self.arm_sender(fi, t);
+    }
+
+    /// Multipath receiver: each path's due feedback goes back on that path;
+    /// then finished frames are written and the timer re-armed.
+    fn service_mp_receiver(&mut self, fi: usize) {
+        let now = self.now;
+        let n = match &self.flows[fi].receiver {
+            ReceiverEp::Multipath(r) => r.path_count(),
+            _ => return,
+        };
+        for path in 0..n {
+            let ReceiverEp::Multipath(r) = &mut self.flows[fi].receiver else {
+                return;
+            };
+            let mut fb = std::mem::take(&mut self.fb_scratch);
+            if r.poll_feedback(now, path, &mut fb) {
+                let size = fb.wire_size();
+                let slot = match self.fb_free.pop() {
+                    Some(s) => {
+                        std::mem::swap(&mut self.fb_pool[s as usize], &mut fb);
+                        s
+                    }
+                    None => {
+                        self.fb_pool.push(std::mem::take(&mut fb));
+                        (self.fb_pool.len() - 1) as u32
+                    }
+                };
+                self.inject(SimPacket {
+                    flow: fi as u32,
+                    dir: Dir::Rev,
+                    path: path as u8,
+                    size,
+                    sent: now,
+                    body: Body::MpFeedback { slot },
+                });
+            }
+            self.fb_scratch = fb;
+        }
+        self.drain_frames(fi);
+        self.reschedule_receiver(fi);
+    }
+
     /// Record and write the frames the player has finished.
     fn drain_frames(&mut self, fi: usize) {
         while let Some(rec) = match &mut self.flows[fi].receiver {
             ReceiverEp::Media(r) => r.poll_frame(),
+            ReceiverEp::Multipath(r) => r.poll_frame(),
             _ => None,
         } {
             if let Some(d) = rec.delay() {
@@ -1255,6 +1715,7 @@ impl World {
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
+                path: 0,
                 size: seg.wire_size,
                 sent: now,
                 body: Body::Seg(seg),
@@ -1289,6 +1750,7 @@ impl World {
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
+                path: 0,
                 size,
                 sent: now,
                 body: Body::Cbr,
@@ -1318,6 +1780,7 @@ impl World {
         let t = match &self.flows[fi].receiver {
             ReceiverEp::Media(r) => r.poll_timeout(),
             ReceiverEp::Tcp(r) => r.poll_timeout(),
+            ReceiverEp::Multipath(r) => r.poll_timeout(),
             _ => None,
         };
         let Some(t) = t else { return };
@@ -1349,6 +1812,10 @@ impl World {
                 }
                 self.service_tcp_sender(fi);
             }
+            SenderEp::Multipath(s) => {
+                s.on_timeout(now);
+                self.service_mp_sender(fi);
+            }
             SenderEp::Cbr { .. } => self.service_cbr(fi),
             SenderEp::Idle => {}
         }
@@ -1364,6 +1831,10 @@ impl World {
             ReceiverEp::Media(r) => {
                 r.on_timeout(now);
                 self.service_media_receiver(fi);
+            }
+            ReceiverEp::Multipath(r) => {
+                r.on_timeout(now);
+                self.service_mp_receiver(fi);
             }
             ReceiverEp::Tcp(r) => {
                 let ack = if r.poll_timeout().is_some_and(|t| t <= now) {
@@ -1409,14 +1880,7 @@ impl World {
             self.now = t;
             match ev {
                 Event::Hop { pkt, hop } => self.hop(pkt, hop),
-                Event::Deliver { flow, dir } => {
-                    let dir = if dir == Dir::Fwd as u8 {
-                        Dir::Fwd
-                    } else {
-                        Dir::Rev
-                    };
-                    self.on_deliver(flow as usize, dir);
-                }
+                Event::Deliver { flow, dir } => self.on_deliver(flow as usize, dir),
                 Event::SenderTimer { flow } => self.on_sender_timer(flow as usize),
                 Event::ReceiverTimer { flow } => self.on_receiver_timer(flow as usize),
                 Event::FlowStart { flow } => self.start_flow(flow as usize),
@@ -1460,6 +1924,10 @@ impl World {
     fn finish(&mut self) {
         let now = self.now;
         for fi in 0..self.flows.len() {
+            if matches!(self.flows[fi].receiver, ReceiverEp::Multipath(_)) {
+                self.finish_multipath(fi);
+                continue;
+            }
             let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else {
                 continue;
             };
@@ -1494,6 +1962,61 @@ impl World {
                 frames_displayed: stats.frames_displayed,
                 frames_dropped: stats.frames_dropped,
                 recovery,
+            });
+        }
+    }
+
+    /// End of run of a multipath flow: flush its receive buffer, keep the
+    /// media results and the session's per-path counters.
+    fn finish_multipath(&mut self, fi: usize) {
+        let now = self.now;
+        if let ReceiverEp::Multipath(r) = &mut self.flows[fi].receiver {
+            r.finish(now);
+        }
+        self.drain_frames(fi);
+        let end = self.end;
+        let f = &mut self.flows[fi];
+        let (ReceiverEp::Multipath(r), Some(mp)) = (&f.receiver, &mut f.mp) else {
+            return;
+        };
+        let stats = r.player_stats();
+        let active = f.stop.min(end) - f.start;
+        f.media = Some(MediaOutcome {
+            delivered_payload: stats.delivered_payload,
+            stall_ratio: r.stall_ratio(active),
+            frames_displayed: stats.frames_displayed,
+            frames_dropped: stats.frames_dropped,
+            recovery: None,
+        });
+        let SenderEp::Multipath(s) = &f.sender else {
+            return;
+        };
+        let rs = r.stats();
+        let ss = s.stats();
+        mp.outcome = Some(MpOutcome {
+            retransmissions: ss.retransmissions,
+            retransmissions_expired: ss.retransmissions_expired,
+            retransmissions_unneeded: ss.retransmissions_unneeded,
+            key_frames_requested: ss.key_frames_requested,
+            segments_duplicate: rs.segments_duplicate,
+            segments_late: rs.segments_late,
+        });
+        for (p, path) in mp.paths.iter_mut().enumerate() {
+            let ps = s.path_stats(p);
+            let rp = r.path_stats(p);
+            path.outcome = Some(MpPathOutcome {
+                packets_sent: ps.packets_sent,
+                bytes_sent: ps.bytes_sent,
+                media_packets_scheduled: ps.media_packets_scheduled,
+                share: s.path_share(p),
+                retransmissions_sent: ps.retransmissions_sent,
+                padding_packets_sent: ps.padding_packets_sent,
+                packets_reported_lost: ps.packets_reported_lost,
+                packets_presumed_lost: ps.packets_presumed_lost,
+                packets_received: rp.packets_received + rp.padding_received,
+                segments_new: rp.segments_new,
+                srtt: s.srtt(p),
+                target: s.path_target(p),
             });
         }
     }
@@ -1536,14 +2059,19 @@ impl World {
             if now <= f.start {
                 continue;
             }
-            let bneck = f.bottleneck;
-            let capacity = self.links[bneck].mean_capacity(from, now);
-            let backlog = self.links[bneck].backlog(now);
-            let rate_now = self.links[bneck].capacity_at(now);
-            let queue_delay = if rate_now.is_zero() {
-                Duration::ZERO
+            let (capacity, backlog, queue_delay) = if f.mp.is_some() {
+                self.mp_bottlenecks(fi, from, now)
             } else {
-                backlog / rate_now
+                let bneck = f.bottleneck;
+                let capacity = self.links[bneck].mean_capacity(from, now);
+                let backlog = self.links[bneck].backlog(now);
+                let rate_now = self.links[bneck].capacity_at(now);
+                let queue_delay = if rate_now.is_zero() {
+                    Duration::ZERO
+                } else {
+                    backlog / rate_now
+                };
+                (capacity, backlog, queue_delay)
             };
             let f = &mut self.flows[fi];
             let rate = |b: u64| Bytes::new(b) / interval;
@@ -1563,6 +2091,7 @@ impl World {
                     )
                 }
                 SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt(), None),
+                SenderEp::Multipath(s) => multipath_sample(s),
                 SenderEp::Cbr { .. } => (None, None, None, None, None),
                 SenderEp::Idle => (None, None, None, None, None),
             };
@@ -1610,10 +2139,65 @@ impl World {
         }
     }
 
+    /// A multipath flow's bottlenecks at a sample: the capacity over
+    /// `[from, now]` summed over its paths' distinct bottleneck links, their
+    /// backlogs summed, and the largest of their queueing delays.
+    fn mp_bottlenecks(
+        &mut self,
+        fi: usize,
+        from: Instant,
+        now: Instant,
+    ) -> (Bitrate, Bytes, Duration) {
+        let mut capacity = Bitrate::ZERO;
+        let mut backlog = Bytes::ZERO;
+        let mut delay = Duration::ZERO;
+        let Some(mp) = &self.flows[fi].mp else {
+            return (capacity, backlog, delay);
+        };
+        for (k, p) in mp.paths.iter().enumerate() {
+            let l = p.bottleneck;
+            // A bottleneck shared by two paths counts once.
+            if mp.paths[..k].iter().any(|q| q.bottleneck == l) {
+                continue;
+            }
+            let link = &mut self.links[l];
+            capacity = capacity + link.mean_capacity(from, now);
+            let b = link.backlog(now);
+            backlog += b;
+            let rate = link.capacity_at(now);
+            if !rate.is_zero() {
+                delay = delay.max(b / rate);
+            }
+        }
+        (capacity, backlog, delay)
+    }
+
     /// Number of events processed.
     pub(crate) fn events(&self) -> u64 {
         self.queue.processed()
     }
+}
+
+/// What a multipath sender shows at a sample: the encoder target; the sums
+/// over paths of the bandwidth estimates and windows (of the paths that have
+/// one); the largest smoothed RTT of its paths; no single controller state.
+fn multipath_sample(s: &MultipathSender<SimEncoder>) -> SenderSample {
+    let mut estimate: Option<Bitrate> = None;
+    let mut cwnd: Option<Bytes> = None;
+    let mut srtt: Option<Duration> = None;
+    for p in 0..s.path_count() {
+        let cc = s.controller(p);
+        if let Some(b) = cc.estimate().bandwidth {
+            estimate = Some(estimate.map_or(b, |e| e + b));
+        }
+        if let Some(w) = cc.send_budget().cwnd {
+            cwnd = Some(cwnd.map_or(w, |c| c + w));
+        }
+        if let Some(r) = s.srtt(p) {
+            srtt = Some(srtt.map_or(r, |x| x.max(r)));
+        }
+    }
+    (Some(s.target_bitrate()), estimate, cwnd, srtt, None)
 }
 
 /// The loss recovery of a media flow (`recovery` key, default none). NACK's
