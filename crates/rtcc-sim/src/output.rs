@@ -167,6 +167,7 @@ fn multipath_json(m: &mut Map<String, Value>, world: &World, mp: &MpFlow) {
                 "retransmissions_expired": o.retransmissions_expired,
                 "retransmissions_unneeded": o.retransmissions_unneeded,
                 "key_frames_requested": o.key_frames_requested,
+                "frames_dropped_at_sender": o.frames_dropped_at_sender,
                 "segments_duplicate": o.segments_duplicate,
                 "segments_late": o.segments_late,
             }),

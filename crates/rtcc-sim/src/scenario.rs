@@ -1218,7 +1218,7 @@ impl Scenario {
         not_for(
             spec.frame_drop_queue_time.as_ref().map(|s| s.span()),
             "frame_drop_queue_time",
-            &[Media],
+            &[Media, MultipathMedia],
         )?;
         if let Some(r) = &spec.recovery {
             let names = rtcc_core::recovery::RecoveryConfig::NAMES;

@@ -293,6 +293,7 @@ pub(crate) struct MpOutcome {
     pub(crate) retransmissions_expired: u64,
     pub(crate) retransmissions_unneeded: u64,
     pub(crate) key_frames_requested: u64,
+    pub(crate) frames_dropped_at_sender: u64,
     pub(crate) segments_duplicate: u64,
     pub(crate) segments_late: u64,
 }
@@ -1001,6 +1002,9 @@ impl World {
                 }
                 if let Some(l) = &f.queue_time_limit {
                     sender.queue_time_limit = l.get_ref().time();
+                }
+                if let Some(l) = &f.frame_drop_queue_time {
+                    sender.frame_drop_queue_time = l.get_ref().time();
                 }
                 let mut receiver = MultipathReceiverConfig::new(n);
                 if let Some(d) = &f.feedback_interval {
@@ -1998,6 +2002,7 @@ impl World {
             retransmissions_expired: ss.retransmissions_expired,
             retransmissions_unneeded: ss.retransmissions_unneeded,
             key_frames_requested: ss.key_frames_requested,
+            frames_dropped_at_sender: ss.frames_dropped_at_sender,
             segments_duplicate: rs.segments_duplicate,
             segments_late: rs.segments_late,
         });

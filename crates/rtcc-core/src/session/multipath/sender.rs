@@ -110,6 +110,13 @@ pub struct MultipathSenderConfig {
     /// Pacer queue-time limit of every path (see
     /// [`crate::session::sender::SenderConfig::queue_time_limit`]); `None` = off.
     pub queue_time_limit: Option<Duration>,
+    /// Drop a new frame while the paths' queues together hold more than the
+    /// sum of their pacing rates sends in this time, as the single-path
+    /// sender does ([`crate::session::sender::SenderConfig::frame_drop_queue_time`],
+    /// libwebrtc's `IsSendQueueFull`); `None` = never. Default 2 s. The paper
+    /// (§4.2) does not say how its sender bounds its buffers; without a bound
+    /// a scheduler that overfills a window-limited path queues without end.
+    pub frame_drop_queue_time: Option<Duration>,
 }
 
 impl MultipathSenderConfig {
@@ -123,6 +130,7 @@ impl MultipathSenderConfig {
             retransmit_buffer: DEFAULT_RETRANSMIT_BUFFER,
             loss_report_slack: DEFAULT_LOSS_REPORT_SLACK,
             queue_time_limit: Some(crate::pacer::DEFAULT_QUEUE_TIME_LIMIT),
+            frame_drop_queue_time: Some(crate::session::sender::DEFAULT_FRAME_DROP_QUEUE_TIME),
         }
     }
 }
@@ -202,6 +210,10 @@ pub struct MultipathSenderStats {
     pub retransmissions_unneeded: u64,
     /// Key frames produced on the receiver's request.
     pub key_frames_requested: u64,
+    /// Frames dropped before packetization because the paths' queues were
+    /// full ([`MultipathSenderConfig::frame_drop_queue_time`]); not in
+    /// `frames_encoded`.
+    pub frames_dropped_at_sender: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -404,6 +416,9 @@ pub struct MultipathSender<E> {
     max_total_bitrate: Bitrate,
     retransmit_buffer: Duration,
     loss_report_slack: Duration,
+    frame_drop_queue_time: Option<Duration>,
+    /// Frames dropped so far: subtracted from the encoder's frame ids.
+    frame_id_offset: u64,
     /// Session buffer: segment `buffer_base + i` is `buffer[i]`.
     buffer: VecDeque<BufferEntry>,
     buffer_base: u64,
@@ -443,6 +458,8 @@ impl<E: EncoderModel> MultipathSender<E> {
             max_total_bitrate: config.max_total_bitrate,
             retransmit_buffer: config.retransmit_buffer,
             loss_report_slack: config.loss_report_slack,
+            frame_drop_queue_time: config.frame_drop_queue_time,
+            frame_id_offset: 0,
             buffer: VecDeque::with_capacity(512),
             buffer_base: 0,
             next_media_id: 0,
@@ -555,11 +572,24 @@ impl<E: EncoderModel> MultipathSender<E> {
         debug_assert!(now >= self.last_now, "time went backwards");
         self.last_now = now;
         while self.encoder.poll_timeout().is_some_and(|t| t <= now) {
-            let Some(frame) = self.encoder.produce(now) else {
+            let Some(mut frame) = self.encoder.produce(now) else {
                 break;
             };
+            if self.queues_full() {
+                // As the single-path sender: never queued, not shown to the
+                // controllers, and later frame ids close the gap so the
+                // receiver's decoding chain holds.
+                self.stats.frames_dropped_at_sender += 1;
+                self.frame_id_offset += 1;
+                if frame.frame_type == crate::media::frame::FrameType::Key {
+                    self.encoder.request_key_frame();
+                }
+                continue;
+            }
             self.stats.frames_encoded += 1;
-            self.place_frame(now, &frame);
+            let encoder_id = frame.frame_id;
+            frame.frame_id -= self.frame_id_offset;
+            self.place_frame(now, &frame, encoder_id);
         }
         let mut changed = false;
         for p in &mut self.paths {
@@ -576,10 +606,15 @@ impl<E: EncoderModel> MultipathSender<E> {
     }
 
     /// Packetizes `frame` and places every segment through the scheduler.
-    fn place_frame(&mut self, now: Instant, frame: &crate::media::encoder::EncodedFrame) {
+    fn place_frame(
+        &mut self,
+        now: Instant,
+        frame: &crate::media::encoder::EncodedFrame,
+        encoder_id: u64,
+    ) {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        match self.encoder.packet_payloads(frame.frame_id) {
+        match self.encoder.packet_payloads(encoder_id) {
             Some(sizes) => self.packetizer.packetize_sizes(
                 frame.frame_id,
                 frame.frame_type,
@@ -649,6 +684,21 @@ impl<E: EncoderModel> MultipathSender<E> {
     }
 
     /// The buffer entry of segment `media_id`, if still held.
+    /// The paths' queues hold more than their pacing rates send in
+    /// `frame_drop_queue_time`.
+    fn queues_full(&self) -> bool {
+        let Some(limit) = self.frame_drop_queue_time else {
+            return false;
+        };
+        let (queued, rate) = self
+            .paths
+            .iter()
+            .fold((Bytes::ZERO, Bitrate::ZERO), |(q, r), p| {
+                (q + p.queued_bytes, r + p.pacer.rate())
+            });
+        queued > rate * limit
+    }
+
     fn buffered(&mut self, media_id: u64) -> Option<&mut BufferEntry> {
         let i = media_id.checked_sub(self.buffer_base)?;
         self.buffer.get_mut(usize::try_from(i).ok()?)

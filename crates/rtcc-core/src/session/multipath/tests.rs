@@ -162,6 +162,80 @@ fn placement_goes_through_the_scheduler_into_per_path_queues() {
     }
 }
 
+/// Two paths pacing at 100 kbps each (fixed, factor 1): five 25 000 B
+/// frames 10 ms apart. The limit is 0.2 s of the summed pacing rate
+/// (5 000 B): the first frame is queued, the next three are dropped while
+/// the queues stay above it, and the frames that are sent keep consecutive
+/// ids. A dropped key frame makes the encoder produce a key frame next.
+#[test]
+fn frames_are_dropped_while_the_paths_queues_are_full() {
+    let frames = [
+        (0, 25_000, FrameType::Delta),
+        (10, 25_000, FrameType::Key),
+        (20, 25_000, FrameType::Delta),
+        (30, 25_000, FrameType::Delta),
+    ];
+    let paths = vec![
+        fixed(Bitrate::kbps(100), 1.0),
+        fixed(Bitrate::kbps(100), 1.0),
+    ];
+    let mut cfg =
+        MultipathSenderConfig::new(paths, SchedulerConfig::default_for("min-cost").unwrap());
+    cfg.frame_drop_queue_time = Some(Duration::from_millis(200));
+    let mut s = MultipathSender::new(Instant::ZERO, cfg, Script::new(&frames));
+    let mut out = Vec::new();
+    drive(&mut s, 0, 40, &mut out);
+    assert_eq!(s.stats().frames_encoded, 1);
+    assert_eq!(s.stats().frames_dropped_at_sender, 3);
+    assert_eq!(
+        s.encoder().key_requests,
+        1,
+        "the dropped key frame is asked for again"
+    );
+    assert!(out.iter().all(|t| t.packet.frame_id == 0));
+
+    // Without the limit every frame is queued.
+    let paths = vec![
+        fixed(Bitrate::kbps(100), 1.0),
+        fixed(Bitrate::kbps(100), 1.0),
+    ];
+    let mut cfg =
+        MultipathSenderConfig::new(paths, SchedulerConfig::default_for("min-cost").unwrap());
+    cfg.frame_drop_queue_time = None;
+    let mut s = MultipathSender::new(Instant::ZERO, cfg, Script::new(&frames));
+    drive(&mut s, 0, 40, &mut out);
+    assert_eq!(s.stats().frames_encoded, 4);
+    assert_eq!(s.stats().frames_dropped_at_sender, 0);
+}
+
+/// Frame ids stay consecutive across a drop: the next frame sent after the
+/// dropped ones takes the id after the last one sent.
+#[test]
+fn frames_sent_after_a_drop_keep_consecutive_ids() {
+    let frames = [
+        (0, 25_000, FrameType::Delta),
+        (10, 25_000, FrameType::Delta),
+        (5_000, 1_000, FrameType::Delta),
+    ];
+    let paths = vec![
+        fixed(Bitrate::kbps(100), 1.0),
+        fixed(Bitrate::kbps(100), 1.0),
+    ];
+    let mut cfg =
+        MultipathSenderConfig::new(paths, SchedulerConfig::default_for("min-cost").unwrap());
+    cfg.frame_drop_queue_time = Some(Duration::from_millis(200));
+    let mut s = MultipathSender::new(Instant::ZERO, cfg, Script::new(&frames));
+    let mut out = Vec::new();
+    drive(&mut s, 0, 5_001, &mut out);
+    assert_eq!(s.stats().frames_dropped_at_sender, 1);
+    let ids: std::collections::BTreeSet<u64> = out
+        .iter()
+        .filter(|t| t.kind == PacketKind::Media)
+        .map(|t| t.packet.frame_id)
+        .collect();
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), vec![0, 1]);
+}
+
 #[test]
 fn encoder_target_is_the_capped_sum_of_the_path_targets() {
     // Payload share of each path: 1200/1248 of its wire rate.
