@@ -36,6 +36,7 @@ settings::
                                                    # controller (several flows of one kind)
     windows = { during = ["50s", "200s"] }         # per-flow means over time windows
     cc_config = { camel = { burst_max = "20KB" } } # per-controller [flow.cc_config]
+    flow_keys = { webrtc-bbr = { queue_time_limit = "2s" } }  # per-controller flow keys
 
 It expands into one experiment per controller, ``fig19-loss-10-camel``,
 ``fig19-loss-10-gcc``, ..., which claims name like any other. The report gets a
@@ -390,6 +391,11 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 raise PaperError(f"{where}: key `flow`: {scenario_path} has {what}")
             indices.append(index)
         per_cc = exp.get("cc_config", {})
+        per_cc_keys = exp.get("flow_keys", {})
+        if not isinstance(per_cc_keys, Mapping) or not all(
+            isinstance(v, Mapping) for v in per_cc_keys.values()
+        ):
+            raise PaperError(f"{where}: key `flow_keys`: expected {{ <controller> = {{ key = value }} }}")
         for cc in compare:
             scenario = copy.deepcopy(base)
             for index in indices:
@@ -399,6 +405,7 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 flow["cc"] = str(cc)
                 if cc in per_cc:
                     flow["cc_config"] = dict(per_cc[cc])
+                flow.update(per_cc_keys.get(cc, {}))
             # Figures label their columns with the scenario name.
             scenario["name"] = f"{exp_id}-{cc}"
             # Several flows under test: the tables show their mean (`flow:*`).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -271,6 +272,7 @@ def test_several_flows_under_test_and_time_windows(tmp_path: Path) -> None:
                 "compare": ["fixed"],
                 "flow": ["a", "b"],
                 "cc_config": {"fixed": {"bitrate": "300kbps"}},
+                "flow_keys": {"fixed": {"mtu": "600B"}},
                 "windows": {"early": ["0s", "2s"], "both": ["3s", "6s"]},
             }
         ],
@@ -307,6 +309,10 @@ def test_several_flows_under_test_and_time_windows(tmp_path: Path) -> None:
     }
     # b is absent from the early window: it started at 2 s.
     assert "Mean over the flows" in md.read_text()
+    # `flow_keys` reached both flows under test: 600 B packets, twice the count.
+    run_dir = tmp_path / "runs" / "full" / "e-fixed" / "seed-1"
+    sent = {f["name"]: f["packets_sent"] for f in json.loads((run_dir / "summary.json").read_text())["flows"]}
+    assert sent["a"] > 1.8 * 300_000 * 6 / 8 / 1248
     summary = {"flows": [{"name": "a", "x": 1.0}, {"name": "b", "x": 3.0}, {"name": "c"}]}
     assert metric_value(summary, "flow:*.x") == 2.0
     assert metric_value(summary, "flow:*.y") is None

@@ -45,6 +45,8 @@ use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender, TcpVariant};
 /// RNG element ids: links use `LINK_RNG + index`, flows `FLOW_RNG + index`.
 const LINK_RNG: u64 = 1 << 32;
 const FLOW_RNG: u64 = 2 << 32;
+/// RNG element ids of flows' controller seeds: `CC_RNG + index`.
+const CC_RNG: u64 = 3 << 32;
 
 /// Scheduler of a multipath-media flow without `scheduler`: min-cost, the
 /// paper's own (Delay-BBR multipath §4.2).
@@ -693,7 +695,27 @@ impl World {
                     })?
                 }
             };
-            let setup = Self::flow_setup(sc, i, spec)?;
+            let mut setup = Self::flow_setup(sc, i, spec)?;
+            // A controller with randomness of its own (BBR's random ProbeBW
+            // phase) draws it from the run seed unless `cc_config` sets it.
+            let seed_given = spec
+                .cc_config
+                .as_ref()
+                .is_some_and(|t| t.get_ref().contains_key("seed"));
+            if !seed_given {
+                use rand::Rng as _;
+                let mut rng = rng::stream(seed, CC_RNG + i as u64);
+                let mut derive = |c: &mut CcConfig| {
+                    if let Some(s) = c.seed_mut() {
+                        *s = rng.random::<u64>();
+                    }
+                };
+                match &mut setup {
+                    FlowSetup::Media(m, _) => derive(&mut m.sender.cc),
+                    FlowSetup::Multipath(m, _) => m.sender.paths.iter_mut().for_each(derive),
+                    FlowSetup::Tcp(_) | FlowSetup::Cbr { .. } => {}
+                }
+            }
             let start = Instant::ZERO + spec.start;
             let stop = spec
                 .stop

@@ -170,6 +170,19 @@ pub enum CcConfig {
 }
 
 impl CcConfig {
+    /// The seed of the controller's own randomness, for controllers that
+    /// have one (the BBR family's random ProbeBW start phase, draft-cardwell
+    /// §4.3.4.2); a driver derives it from its run seed so that seeds vary
+    /// the phase as they vary everything else.
+    pub fn seed_mut(&mut self) -> Option<&mut u64> {
+        match self {
+            CcConfig::Bbr(c) => Some(&mut c.seed),
+            CcConfig::DelayBbr(c) => Some(&mut c.bbr.seed),
+            CcConfig::WebRtcBbr(c) => Some(&mut c.bbr.seed),
+            _ => None,
+        }
+    }
+
     /// Names of the built-in controllers, as accepted in scenarios.
     pub const NAMES: &'static [&'static str] = &[
         "gcc",
