@@ -1463,14 +1463,10 @@ impl World {
                     receiver,
                 } = *m;
                 let rng = rng::stream(f.rng_seed, f.rng_id);
-                // Validated when the world was built, so the encoder cannot refuse its config.
-                let enc = match SimEncoder::new(now, encoder, ladder, rng) {
+                let enc = match flow_encoder(now, &f.name, encoder, ladder, rng) {
                     Ok(e) => e,
                     Err(e) => {
-                        self.io_error = Some(std::io::Error::other(format!(
-                            "encoder of flow {}: {e}",
-                            f.name
-                        )));
+                        self.io_error = Some(e);
                         return;
                     }
                 };
@@ -1489,14 +1485,10 @@ impl World {
                     receiver,
                 } = *m;
                 let rng = rng::stream(f.rng_seed, f.rng_id);
-                // Validated when the world was built, so the encoder cannot refuse its config.
-                let enc = match SimEncoder::new(now, encoder, ladder, rng) {
+                let enc = match flow_encoder(now, &f.name, encoder, ladder, rng) {
                     Ok(e) => e,
                     Err(e) => {
-                        self.io_error = Some(std::io::Error::other(format!(
-                            "encoder of flow {}: {e}",
-                            f.name
-                        )));
+                        self.io_error = Some(e);
                         return;
                     }
                 };
@@ -2231,6 +2223,19 @@ fn multipath_sample(s: &MultipathSender<SimEncoder>) -> SenderSample {
 /// frame deadline is the player's: a packet is worth retransmitting while its
 /// frame can still be displayed, i.e. until `playout_delay + max_frame_wait`
 /// after capture (see `ArqConfig::frame_deadline`).
+/// A flow's encoder. Its config was validated when the world was built, so
+/// an error here is a bug, reported as the run's I/O error.
+fn flow_encoder(
+    now: Instant,
+    flow: &str,
+    encoder: ParametricEncoderConfig,
+    ladder: Option<LadderTrace>,
+    rng: rng::Rng,
+) -> Result<SimEncoder, std::io::Error> {
+    SimEncoder::new(now, encoder, ladder, rng)
+        .map_err(|e| std::io::Error::other(format!("encoder of flow {flow}: {e}")))
+}
+
 fn recovery_config(name: Option<&str>, player: &PlayerConfig) -> Result<RecoveryConfig, String> {
     let name = name.unwrap_or("none");
     let mut r = RecoveryConfig::default_for(name).ok_or_else(|| {

@@ -38,6 +38,7 @@
 //! See `docs/algorithms/bbr.md` for every interpretation and deviation.
 
 pub mod delivery_rate;
+pub(crate) mod padding;
 pub mod probe_bw;
 pub mod probe_rtt;
 pub mod startup;

@@ -32,6 +32,7 @@ pub mod send_ack_rate;
 mod tests;
 
 use self::send_ack_rate::SendAckRateSampler;
+use super::bbr::padding::ProbePadding;
 use super::bbr::{Bbr, BbrConfig, BbrState};
 use super::{CongestionController, Estimate, ProbeRequest, SendBudget};
 use crate::media::frame::FrameInfo;
@@ -103,11 +104,8 @@ pub struct DelayBbr {
     backoff_bdp: Bytes,
     /// Number of back-offs (ProbeRTT entries) so far.
     backoffs: u64,
-    /// The driver carries out padding requests (it called `poll_probe`).
-    driven: bool,
-    /// Id of the current probing phase, for [`ProbeRequest::cluster_id`].
-    cluster_id: u32,
-    was_probing: bool,
+    /// Probe padding requests.
+    padding: ProbePadding,
 }
 
 impl DelayBbr {
@@ -130,9 +128,7 @@ impl DelayBbr {
             seq_at_backoff: None,
             backoff_bdp: Bytes::ZERO,
             backoffs: 0,
-            driven: false,
-            cluster_id: 0,
-            was_probing: false,
+            padding: ProbePadding::default(),
             config,
         }
     }
@@ -238,7 +234,7 @@ impl CongestionController for DelayBbr {
         // While the driver pads a probing phase the sender never runs out of
         // data, so neither padding nor the last media packet marks an
         // application-limited bubble.
-        let padded = self.config.padding && self.driven && self.probing();
+        let padded = self.config.padding && self.padding.driven() && self.probing();
         let may_mark = pkt.kind != PacketKind::Padding && !padded;
         self.bbr.on_packet_sent_inner(now, pkt, may_mark);
     }
@@ -315,25 +311,9 @@ impl CongestionController for DelayBbr {
         if !self.config.padding {
             return None;
         }
-        self.driven = true;
         let probing = self.probing();
-        if probing && !self.was_probing {
-            self.cluster_id = self.cluster_id.wrapping_add(1);
-        }
-        self.was_probing = probing;
-        if !probing {
-            return None;
-        }
-        // A closed window cannot carry padding; asking for it would make the
-        // driver wake for a packet it may not send.
-        let budget = self.send_budget();
-        if budget.cwnd.is_some_and(|w| self.bbr.bytes_in_flight() >= w) {
-            return None;
-        }
-        Some(ProbeRequest {
-            cluster_id: self.cluster_id,
-            rate: budget.pacing_rate,
-            padding_size: self.config.bbr.mss,
-        })
+        let (budget, in_flight) = (self.send_budget(), self.bbr.bytes_in_flight());
+        self.padding
+            .poll(probing, budget, in_flight, self.config.bbr.mss)
     }
 }

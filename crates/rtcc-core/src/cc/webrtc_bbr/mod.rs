@@ -43,6 +43,7 @@ pub mod ack_aggregation;
 mod tests;
 
 use self::ack_aggregation::AckAggregation;
+use super::bbr::padding::ProbePadding;
 use super::bbr::{Bbr, BbrConfig, BbrState};
 use super::{CongestionController, Estimate, ProbeRequest, SendBudget};
 use crate::media::frame::FrameInfo;
@@ -124,10 +125,8 @@ pub struct WebRtcBbr {
     config: WebRtcBbrConfig,
     bbr: Bbr,
     aggregation: AckAggregation,
-    /// The driver carries out padding requests (it called `poll_probe`).
-    driven: bool,
-    cluster_id: u32,
-    was_probing: bool,
+    /// Probe padding requests.
+    padding: ProbePadding,
     // --- traces
     srtt: Option<Duration>,
     loss_rate: f64,
@@ -142,9 +141,7 @@ impl WebRtcBbr {
         WebRtcBbr {
             bbr,
             aggregation: AckAggregation::new(ACK_HEIGHT_WINDOW_ROUNDS),
-            driven: false,
-            cluster_id: 0,
-            was_probing: false,
+            padding: ProbePadding::default(),
             srtt: None,
             loss_rate: 0.0,
             config,
@@ -287,25 +284,11 @@ impl CongestionController for WebRtcBbr {
         if !self.config.padding {
             return None;
         }
-        self.driven = true;
+        // No padding into a full window (libwebrtc's pacer does not pad
+        // while congested either).
         let probing = self.probing();
-        if probing && !self.was_probing {
-            self.cluster_id = self.cluster_id.wrapping_add(1);
-        }
-        self.was_probing = probing;
-        if !probing {
-            return None;
-        }
-        // A closed window cannot carry padding (libwebrtc's pacer does not
-        // pad while congested either).
-        let budget = self.send_budget();
-        if budget.cwnd.is_some_and(|w| self.bbr.bytes_in_flight() >= w) {
-            return None;
-        }
-        Some(ProbeRequest {
-            cluster_id: self.cluster_id,
-            rate: budget.pacing_rate,
-            padding_size: self.config.bbr.mss,
-        })
+        let (budget, in_flight) = (self.send_budget(), self.bbr.bytes_in_flight());
+        self.padding
+            .poll(probing, budget, in_flight, self.config.bbr.mss)
     }
 }
