@@ -250,9 +250,10 @@ pub struct Link {
     fast_rate: u64,
     /// The last packet size served on the fast path and its transmission time
     /// (ns), since most packets of a link have one of a few sizes: saves the
-    /// division of [`rate::transmit_ns`].
-    tx_size: u64,
-    tx_ns: u64,
+    /// division of [`rate::transmit_ns`]. 32 bits each, to keep the hot
+    /// fields in three lines; larger values are not cached.
+    tx_size: u32,
+    tx_ns: u32,
     stats: LinkStats,
     server: Server,
     loss: LossState,
@@ -291,7 +292,7 @@ impl Link {
             jitter_ns: config.jitter.as_nanos(),
             fast_rate,
             tx_size: 0,
-            tx_ns: rate::transmit_ns(0, fast_rate),
+            tx_ns: 0, // `transmit_ns(0, _)`
             stats: LinkStats::default(),
             server,
             loss,
@@ -329,12 +330,18 @@ impl Link {
 
         let (start, departure) = if self.fast_rate != 0 {
             // `Server::serve` for a constant rate, with the division cached.
-            if size != self.tx_size {
-                self.tx_size = size;
-                self.tx_ns = rate::transmit_ns(size, self.fast_rate);
-            }
+            let tx_ns = if size == u64::from(self.tx_size) {
+                u64::from(self.tx_ns)
+            } else {
+                let ns = rate::transmit_ns(size, self.fast_rate);
+                if let (Ok(s), Ok(n)) = (u32::try_from(size), u32::try_from(ns)) {
+                    self.tx_size = s;
+                    self.tx_ns = n;
+                }
+                ns
+            };
             let start = now_ns.max(self.last_departure);
-            (start, start.saturating_add(self.tx_ns))
+            (start, start.saturating_add(tx_ns))
         } else {
             self.server.serve(now_ns, self.last_departure, size)
         };

@@ -767,3 +767,11 @@ fn fast_path_matches_the_general_path() {
     );
     assert_eq!(f.queue_delay.summary(), g.queue_delay.summary());
 }
+
+#[test]
+fn hot_fields_fill_the_first_three_cache_lines() {
+    // `transmit`'s fast path reads nothing past the stats (see `Link`'s layout).
+    assert_eq!(std::mem::align_of::<Link>(), 64);
+    assert!(std::mem::offset_of!(Link, server) <= 192);
+    assert!(std::mem::offset_of!(Link, stats) < std::mem::offset_of!(Link, server));
+}
