@@ -51,6 +51,8 @@ const CAL_MASK: u64 = CAL_BUCKETS as u64 - 1;
 /// Time span (ns) the calendar covers from the start of the current bucket.
 const CAL_SPAN: u64 = (CAL_BUCKETS as u64) << CAL_SHIFT;
 const CAL_WORDS: usize = CAL_BUCKETS / 64;
+// `Heads::summary` has one bit per word of the bitmap.
+const _: () = assert!(CAL_WORDS == 64);
 
 /// The stream heads, as a calendar queue (Brown 1988, "Calendar queues: a
 /// fast O(1) priority queue implementation for the simulation event set
@@ -70,7 +72,11 @@ const CAL_WORDS: usize = CAL_BUCKETS / 64;
 #[derive(Debug)]
 struct Heads {
     first: Box<[u32; CAL_BUCKETS]>,
+    /// Non-empty buckets.
     bits: [u64; CAL_WORDS],
+    /// Non-zero words of `bits`, so that a search over a sparse calendar
+    /// looks at three words, not 64.
+    summary: u64,
     base: u64,
     in_calendar: usize,
     overflow: DHeap<u32>,
@@ -83,6 +89,7 @@ impl Heads {
         Heads {
             first: Box::new([NONE; CAL_BUCKETS]),
             bits: [0; CAL_WORDS],
+            summary: 0,
             base: 0,
             in_calendar: 0,
             overflow: DHeap::with_capacity(64),
@@ -104,6 +111,7 @@ impl Heads {
             streams[s as usize].next = self.first[b];
             self.first[b] = s;
             self.bits[b / 64] |= 1 << (b % 64);
+            self.summary |= 1 << (b / 64);
             self.in_calendar += 1;
         } else {
             self.overflow.push(k, s);
@@ -126,6 +134,9 @@ impl Heads {
                 self.first[b] = next;
                 if next == NONE {
                     self.bits[b / 64] &= !(1 << (b % 64));
+                    if self.bits[b / 64] == 0 {
+                        self.summary &= !(1 << (b / 64));
+                    }
                 }
             } else {
                 let mut p = self.first[b];
@@ -152,22 +163,25 @@ impl Heads {
         }
         let start = ((self.base >> CAL_SHIFT) & CAL_MASK) as usize;
         let (w0, bit0) = (start / 64, start % 64);
-        // Words from the cursor's onwards, circularly; the cursor's word first
-        // for its buckets at or after the cursor, last for those before it.
-        let mut found = None;
-        for i in 0..=CAL_WORDS {
-            let w = (w0 + i) % CAL_WORDS;
-            let mut word = self.bits[w];
-            if i == 0 {
-                word &= u64::MAX << bit0;
-            } else if i == CAL_WORDS {
-                word &= !(u64::MAX << bit0);
-            }
-            if word != 0 {
-                found = Some(w * 64 + word.trailing_zeros() as usize);
-                break;
-            }
-        }
+        // Circularly from the cursor: the cursor's word from its bit, the
+        // later words, the earlier words (wrapped around), and last the
+        // cursor's word below its bit (almost one span ahead).
+        let first_word = |w: usize| w * 64 + self.bits[w].trailing_zeros() as usize;
+        let here = self.bits[w0] & (u64::MAX << bit0);
+        let later = self.summary & u64::MAX.checked_shl(w0 as u32 + 1).unwrap_or(0);
+        let earlier = self.summary & ((1u64 << w0) - 1);
+        let wrapped = self.bits[w0] & !(u64::MAX << bit0);
+        let found = if here != 0 {
+            Some(w0 * 64 + here.trailing_zeros() as usize)
+        } else if later != 0 {
+            Some(first_word(later.trailing_zeros() as usize))
+        } else if earlier != 0 {
+            Some(first_word(earlier.trailing_zeros() as usize))
+        } else if wrapped != 0 {
+            Some(w0 * 64 + wrapped.trailing_zeros() as usize)
+        } else {
+            None
+        };
         let b = found?;
         let mut p = self.first[b];
         while p != NONE {
