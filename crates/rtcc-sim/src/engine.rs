@@ -5,25 +5,21 @@
 //!
 //! # Performance
 //!
-//! The queue is a 4-ary implicit min-heap (a d-heap, Johnson 1975; Knuth TAOCP
-//! vol. 3 §5.2.3, ex. 28) whose keys, `time << 64 | seq` packed in a `u128`, are
-//! stored apart from the payloads: a sift compares four sibling keys that sit in
-//! one 64-byte cache line, and only moves a payload when its key moves. Since
-//! every seq is unique, the keys are totally ordered and any correct priority
-//! queue pops the same sequence: the order is exactly (time, seq).
-//! A stream's head is replaced in place ("replace top") when it pops and the
-//! stream has a next event, instead of a pop followed by a push.
+//! Keys are `time << 64 | seq` packed in a `u128`. Since every seq is unique,
+//! the keys are totally ordered and any correct priority queue pops the same
+//! sequence: the order is exactly (time, seq), whatever the structure.
+//!
+//! Single events (timers) sit in a 4-ary implicit min-heap (a d-heap, Johnson
+//! 1975; Knuth TAOCP vol. 3 §5.2.3, ex. 28) whose keys are stored apart from
+//! the payloads: a sift compares four sibling keys that sit in one 64-byte
+//! cache line. Stream heads, almost every pop, sit in a calendar queue
+//! ([`Heads`]): a pop scans a bitmap for the next non-empty bucket and walks
+//! its short list, about a third of the instructions of a heap sift on the
+//! 100-flow benchmark (docs/results/performance.md).
 
 use std::collections::VecDeque;
 
 use rtcc_core::Instant;
-
-/// A stream head's heap payload: the stream and its head event.
-#[derive(Debug, Clone, Copy)]
-struct Slot<E> {
-    stream: u32,
-    event: E,
-}
 
 /// A stream's event waiting behind its head (24 bytes for an 8-byte event).
 #[derive(Debug, Clone, Copy)]
@@ -33,11 +29,170 @@ struct Queued<E> {
     event: E,
 }
 
-/// One stream: the events behind its head, which sits in the heap when `active`.
+/// One stream: its head event (`None` when the stream is idle) with the
+/// head's key and its link in the heads' calendar, and the events behind it.
 #[derive(Debug)]
 struct Stream<E> {
-    active: bool,
+    key: u128,
+    /// Next stream in the same calendar bucket ([`NONE`] at the end).
+    next: u32,
+    head: Option<E>,
     rest: VecDeque<Queued<E>>,
+}
+
+/// No stream (end of a bucket's list).
+const NONE: u32 = u32::MAX;
+
+/// Width of a calendar bucket: 2^14 ns = 16.4 µs.
+const CAL_SHIFT: u32 = 14;
+/// Buckets in the calendar: 4096, so it spans 67 ms ahead of the clock.
+const CAL_BUCKETS: usize = 4096;
+const CAL_MASK: u64 = CAL_BUCKETS as u64 - 1;
+/// Time span (ns) the calendar covers from the start of the current bucket.
+const CAL_SPAN: u64 = (CAL_BUCKETS as u64) << CAL_SHIFT;
+const CAL_WORDS: usize = CAL_BUCKETS / 64;
+// `Heads::summary` has one bit per word of the bitmap.
+const _: () = assert!(CAL_WORDS == 64);
+
+/// The stream heads, as a calendar queue (Brown 1988, "Calendar queues: a
+/// fast O(1) priority queue implementation for the simulation event set
+/// problem", CACM 31(10)) with a single "year" of fixed-width buckets, a bitmap of
+/// the non-empty ones, and a heap for heads beyond its span.
+///
+/// A head whose time is within [`CAL_SPAN`] of `base` (the start of the
+/// bucket of the last popped event) goes into bucket `(time >> CAL_SHIFT) &
+/// CAL_MASK`, a singly linked list threaded through the streams; a later
+/// head goes to `overflow`. Every pending head is at or after the last popped
+/// event, so the buckets, scanned circularly from `base`'s, are in time
+/// order, and within a bucket the smallest key is found by walking its list
+/// (mostly one or two heads). The minimum is the smaller of that and the
+/// overflow heap's top, compared on the full (time, seq) key: the order is
+/// exactly that of one heap. A head pushed earlier than `base` (not done by
+/// the simulator) would go to the overflow heap, still in order.
+#[derive(Debug)]
+struct Heads {
+    first: Box<[u32; CAL_BUCKETS]>,
+    /// Non-empty buckets.
+    bits: [u64; CAL_WORDS],
+    /// Non-zero words of `bits`, so that a search over a sparse calendar
+    /// looks at three words, not 64.
+    summary: u64,
+    base: u64,
+    in_calendar: usize,
+    overflow: DHeap<u32>,
+    /// The smallest head: key and stream.
+    min: Option<(u128, u32)>,
+}
+
+impl Heads {
+    fn new() -> Self {
+        Heads {
+            first: Box::new([NONE; CAL_BUCKETS]),
+            bits: [0; CAL_WORDS],
+            summary: 0,
+            base: 0,
+            in_calendar: 0,
+            overflow: DHeap::with_capacity(64),
+            min: None,
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.in_calendar + self.overflow.len()
+    }
+
+    /// Inserts stream `s` (whose `key` is set) as a head.
+    #[inline]
+    fn push<E>(&mut self, streams: &mut [Stream<E>], s: u32, k: u128) {
+        let t = key_time(k);
+        if t.wrapping_sub(self.base) < CAL_SPAN {
+            let b = ((t >> CAL_SHIFT) & CAL_MASK) as usize;
+            streams[s as usize].next = self.first[b];
+            self.first[b] = s;
+            self.bits[b / 64] |= 1 << (b % 64);
+            self.summary |= 1 << (b / 64);
+            self.in_calendar += 1;
+        } else {
+            self.overflow.push(k, s);
+        }
+        if self.min.is_none_or(|(m, _)| k < m) {
+            self.min = Some((k, s));
+        }
+    }
+
+    /// Removes the smallest head (`self.min`) and finds the next one.
+    #[inline]
+    fn pop_min<E>(&mut self, streams: &mut [Stream<E>]) {
+        let Some((k, s)) = self.min else { return };
+        if self.overflow.peek() == Some((k, s)) {
+            self.overflow.remove_top();
+        } else {
+            let b = ((key_time(k) >> CAL_SHIFT) & CAL_MASK) as usize;
+            let next = streams[s as usize].next;
+            if self.first[b] == s {
+                self.first[b] = next;
+                if next == NONE {
+                    self.bits[b / 64] &= !(1 << (b % 64));
+                    if self.bits[b / 64] == 0 {
+                        self.summary &= !(1 << (b / 64));
+                    }
+                }
+            } else {
+                let mut p = self.first[b];
+                while p != NONE {
+                    let pn = streams[p as usize].next;
+                    if pn == s {
+                        streams[p as usize].next = next;
+                        break;
+                    }
+                    p = pn;
+                }
+            }
+            self.in_calendar -= 1;
+        }
+        self.base = (key_time(k) >> CAL_SHIFT) << CAL_SHIFT;
+        self.min = self.scan(streams);
+    }
+
+    /// The smallest head, searched for.
+    fn scan<E>(&self, streams: &[Stream<E>]) -> Option<(u128, u32)> {
+        let mut best = self.overflow.peek();
+        if self.in_calendar == 0 {
+            return best;
+        }
+        let start = ((self.base >> CAL_SHIFT) & CAL_MASK) as usize;
+        let (w0, bit0) = (start / 64, start % 64);
+        // Circularly from the cursor: the cursor's word from its bit, the
+        // later words, the earlier words (wrapped around), and last the
+        // cursor's word below its bit (almost one span ahead).
+        let first_word = |w: usize| w * 64 + self.bits[w].trailing_zeros() as usize;
+        let here = self.bits[w0] & (u64::MAX << bit0);
+        let later = self.summary & u64::MAX.checked_shl(w0 as u32 + 1).unwrap_or(0);
+        let earlier = self.summary & ((1u64 << w0) - 1);
+        let wrapped = self.bits[w0] & !(u64::MAX << bit0);
+        let found = if here != 0 {
+            Some(w0 * 64 + here.trailing_zeros() as usize)
+        } else if later != 0 {
+            Some(first_word(later.trailing_zeros() as usize))
+        } else if earlier != 0 {
+            Some(first_word(earlier.trailing_zeros() as usize))
+        } else if wrapped != 0 {
+            Some(w0 * 64 + wrapped.trailing_zeros() as usize)
+        } else {
+            None
+        };
+        let b = found?;
+        let mut p = self.first[b];
+        while p != NONE {
+            let st = &streams[p as usize];
+            if best.is_none_or(|(m, _)| st.key < m) {
+                best = Some((st.key, p));
+            }
+            p = st.next;
+        }
+        best
+    }
 }
 
 /// The total order of events: time first, then insertion sequence.
@@ -126,14 +281,6 @@ impl<V: Copy> DHeap<V> {
         }
     }
 
-    /// Replace the minimum by `(k, v)` (the heap must be non-empty); cheaper than
-    /// a pop followed by a push.
-    #[inline]
-    fn replace_top(&mut self, k: u128, v: V) {
-        debug_assert!(!self.keys.is_empty());
-        self.sift_down_from_root(k, v);
-    }
-
     /// Place `(k, v)` in the hole at the root and sift it down.
     #[inline(always)]
     fn sift_down_from_root(&mut self, k: u128, v: V) {
@@ -180,20 +327,19 @@ impl<V: Copy> DHeap<V> {
 /// non-decreasing time order (a FIFO link's deliveries). Only a stream's head
 /// sits in a heap, so the heaps stay as small as the number of busy links
 /// plus pending timers, whatever the number of packets in flight. Every event,
-/// in a stream or not, carries its global insertion sequence, and the heaps
-/// order by (time, seq): the pop order is exactly that of one big (time, seq)
-/// heap.
+/// in a stream or not, carries its global insertion sequence, and both
+/// structures order by (time, seq): the pop order is exactly that of one big
+/// (time, seq) heap.
 ///
-/// Stream heads and single events (timers) live in two heaps, and a pop takes
-/// the smaller of the two tops: timers are mostly far in the future, and mixed
-/// with the heads they would only make the heads' heap deeper, while almost
-/// every pop is a head replaced by its successor.
-/// A head's event is stored in the heap itself, so [`EventQueue::peek`] is
-/// cheap, and the queue prefetches the entry that will replace the next head
-/// to pop (see [`prefetch`]).
+/// Stream heads (a calendar, [`Heads`]) and single events (timers, a heap)
+/// are kept apart, and a pop takes the smaller of the two minima: timers are
+/// mostly far in the future, while almost every pop is a head replaced by its
+/// successor. The smallest head is kept up to date, so [`EventQueue::peek`]
+/// is cheap, and the queue prefetches the entry that will replace the next
+/// head to pop (see [`prefetch`]).
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    heads: DHeap<Slot<E>>,
+    heads: Heads,
     singles: DHeap<E>,
     streams: Vec<Stream<E>>,
     next_seq: u64,
@@ -210,7 +356,7 @@ impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         EventQueue {
-            heads: DHeap::with_capacity(1024),
+            heads: Heads::new(),
             singles: DHeap::with_capacity(1024),
             streams: Vec::new(),
             next_seq: 0,
@@ -222,7 +368,9 @@ impl<E: Copy> EventQueue<E> {
     pub fn reserve_streams(&mut self, n: usize) {
         while self.streams.len() < n {
             self.streams.push(Stream {
-                active: false,
+                key: 0,
+                next: NONE,
+                head: None,
                 rest: VecDeque::with_capacity(16),
             });
         }
@@ -244,15 +392,17 @@ impl<E: Copy> EventQueue<E> {
         self.next_seq += 1;
         let time = time.as_nanos();
         let s = &mut self.streams[stream as usize];
-        if s.active {
+        if s.head.is_some() {
             debug_assert!(
                 s.rest.back().is_none_or(|b| b.time <= time),
                 "stream {stream} went back in time"
             );
             s.rest.push_back(Queued { time, seq, event });
         } else {
-            s.active = true;
-            self.heads.push(key(time, seq), Slot { stream, event });
+            let k = key(time, seq);
+            s.head = Some(event);
+            s.key = k;
+            self.heads.push(&mut self.streams, stream, k);
         }
     }
 
@@ -260,7 +410,7 @@ impl<E: Copy> EventQueue<E> {
     /// if nothing is pending.
     #[inline]
     fn single_first(&self) -> Option<bool> {
-        match (self.heads.peek_key(), self.singles.peek_key()) {
+        match (self.heads.min.map(|m| m.0), self.singles.peek_key()) {
             (Some(h), Some(s)) => Some(s < h),
             (Some(_), None) => Some(false),
             (None, Some(_)) => Some(true),
@@ -276,28 +426,23 @@ impl<E: Copy> EventQueue<E> {
             self.singles.remove_top();
             top
         } else {
-            let (k, slot) = self.heads.peek()?;
-            let s = &mut self.streams[slot.stream as usize];
-            match s.rest.pop_front() {
-                Some(q) => self.heads.replace_top(
-                    key(q.time, q.seq),
-                    Slot {
-                        stream: slot.stream,
-                        event: q.event,
-                    },
-                ),
-                None => {
-                    s.active = false;
-                    self.heads.remove_top();
-                }
+            let (k, stream) = self.heads.min?;
+            self.heads.pop_min(&mut self.streams);
+            let s = &mut self.streams[stream as usize];
+            let event = s.head.take()?;
+            if let Some(q) = s.rest.pop_front() {
+                let nk = key(q.time, q.seq);
+                s.head = Some(q.event);
+                s.key = nk;
+                self.heads.push(&mut self.streams, stream, nk);
             }
-            (k, slot.event)
+            (k, event)
         };
         self.popped += 1;
         // The next pop of a stream head reads that stream's next event: ask for
         // it now, so that it arrives while the caller handles this event.
-        if let Some((_, next)) = self.heads.peek() {
-            if let Some(q) = self.streams[next.stream as usize].rest.front() {
+        if let Some((_, next)) = self.heads.min {
+            if let Some(q) = self.streams[next as usize].rest.front() {
                 prefetch(q);
             }
         }
@@ -308,18 +453,18 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn peek(&self) -> Option<(Instant, &E)> {
         let (k, e) = if self.single_first()? {
-            (self.singles.keys.first()?, self.singles.vals.first()?)
+            (*self.singles.keys.first()?, self.singles.vals.first()?)
         } else {
-            let (k, slot) = (self.heads.keys.first()?, self.heads.vals.first()?);
-            (k, &slot.event)
+            let (k, stream) = self.heads.min?;
+            (k, self.streams[stream as usize].head.as_ref()?)
         };
-        Some((Instant::from_nanos(key_time(*k)), e))
+        Some((Instant::from_nanos(key_time(k)), e))
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<Instant> {
-        let k = match (self.heads.peek_key(), self.singles.peek_key()) {
+        let k = match (self.heads.min.map(|m| m.0), self.singles.peek_key()) {
             (Some(h), Some(s)) => h.min(s),
             (Some(k), None) | (None, Some(k)) => k,
             (None, None) => return None,
@@ -408,7 +553,7 @@ mod tests {
     }
 
     #[test]
-    fn dheap_matches_a_sorted_reference_under_random_pushes_pops_and_replaces() {
+    fn dheap_matches_a_sorted_reference_under_random_pushes_and_pops() {
         use rand::Rng as _;
         use std::collections::BTreeSet;
         let mut rng = rtcc_core::rng::stream(7, 1);
@@ -432,11 +577,12 @@ mod tests {
                     }
                     _ => {
                         if let Some((top, _)) = h.peek() {
+                            // A pop followed by a push at or after it, as a
+                            // stream's successor.
                             let k = key(key_time(top) + rng.random_range(0..span), seq);
                             seq += 1;
-                            let first = reference.pop_first();
-                            assert_eq!(first.map(|f| f.0), Some(top));
-                            h.replace_top(k, i);
+                            assert_eq!(h.pop(), reference.pop_first());
+                            h.push(k, i);
                             reference.insert((k, i));
                         }
                     }
@@ -452,6 +598,29 @@ mod tests {
     }
 
     #[test]
+    fn calendar_finds_a_head_one_span_ahead_in_the_cursor_word() {
+        // After a pop in bucket 100, a head almost one span later lands in
+        // bucket 99: in the cursor's bitmap word, before the cursor's bit.
+        let w = 1u64 << CAL_SHIFT;
+        let mut q = EventQueue::new();
+        q.reserve_streams(2);
+        q.push_stream(0, Instant::from_nanos(100 * w), 'a');
+        assert_eq!(q.pop(), Some((Instant::from_nanos(100 * w), 'a')));
+        let far = 100 * w + CAL_SPAN - w;
+        q.push_stream(1, Instant::from_nanos(far), 'b');
+        q.push_stream(0, Instant::from_nanos(100 * w + 5), 'c');
+        assert_eq!(
+            q.heads.overflow.len(),
+            0,
+            "the heads belong in the calendar"
+        );
+        // Popping 'c' makes the calendar search for the next head.
+        assert_eq!(q.pop(), Some((Instant::from_nanos(100 * w + 5), 'c')));
+        assert_eq!(q.pop(), Some((Instant::from_nanos(far), 'b')));
+        assert!(q.is_empty());
+    }
+
+    #[test]
     fn key_orders_by_time_then_seq() {
         assert!(key(1, u64::MAX) < key(2, 0));
         assert!(key(5, 3) < key(5, 4));
@@ -461,12 +630,22 @@ mod tests {
     #[test]
     fn queue_pops_in_exact_time_seq_order_with_interleaved_pushes() {
         // Pushes that happen between pops (as in a simulation, never before the
-        // current time) pop in the order of a sorted (time, seq) reference.
+        // current time) pop in the order of a sorted (time, seq) reference. Time
+        // steps of 1 ns put every head in one calendar bucket (ties decided by
+        // seq); larger ones spread them over many buckets, wrap around the
+        // calendar and send far heads to its overflow heap.
+        for scale in [1, 3_000, 200_000, 5_000_000, 80_000_000] {
+            interleaved_pushes_and_pops(scale);
+        }
+    }
+
+    fn interleaved_pushes_and_pops(scale: u64) {
         use rand::Rng as _;
-        let mut rng = rtcc_core::rng::stream(11, 2);
+        let mut rng = rtcc_core::rng::stream(11, scale);
         let mut q = EventQueue::new();
         q.reserve_streams(5);
-        let mut reference: Vec<(u64, u64, u32)> = Vec::new();
+        let mut reference: std::collections::BTreeSet<(u64, u64, u32)> = Default::default();
+        let mut saw_overflow = false;
         let mut seq = 0u64;
         let mut now = 0u64;
         let mut last = [0u64; 5];
@@ -481,18 +660,17 @@ mod tests {
                 if let Some((t, ev)) = popped {
                     now = t.as_nanos();
                     out.push((now, ev));
-                    reference.sort_unstable();
-                    let (rt, _, rev) = reference.remove(0);
-                    want.push((rt, rev));
+                    let first = reference.pop_first();
+                    want.extend(first.map(|(rt, _, rev)| (rt, rev)));
                 }
                 continue;
             }
             let kind = rng.random_range(0..6u32);
             let t = if kind == 5 {
-                now + rng.random_range(0..50u64)
+                now + rng.random_range(0..50u64) * scale
             } else {
                 let s = kind as usize;
-                last[s] = last[s].max(now) + rng.random_range(0..4u64);
+                last[s] = last[s].max(now) + rng.random_range(0..4u64) * scale;
                 last[s]
             };
             if kind == 5 {
@@ -500,15 +678,22 @@ mod tests {
             } else {
                 q.push_stream(kind, Instant::from_nanos(t), i);
             }
-            reference.push((t, seq, i));
+            reference.insert((t, seq, i));
             seq += 1;
+            saw_overflow |= q.heads.overflow.len() > 0;
         }
         while let Some((t, ev)) = q.pop() {
             out.push((t.as_nanos(), ev));
         }
-        reference.sort_unstable();
         want.extend(reference.iter().map(|&(t, _, e)| (t, e)));
         assert_eq!(out, want);
         assert!(q.is_empty());
+        // The largest scales must have wrapped the calendar and used its overflow.
+        if scale >= 5_000_000 {
+            assert!(now > 2 * CAL_SPAN, "scale {scale}: no wrap-around");
+        }
+        if scale >= 80_000_000 {
+            assert!(saw_overflow, "scale {scale}: overflow heap unused");
+        }
     }
 }

@@ -182,7 +182,11 @@ pub enum LinkOutcome {
 }
 
 /// Counters of a link.
+///
+/// `repr(C)`: the counters every packet updates come first, next to the
+/// histogram's header, so they share the link's hot cache lines (see [`Link`]).
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct LinkStats {
     /// Packets offered to the link.
     pub packets_in: u64,
@@ -216,23 +220,45 @@ enum Limit {
 }
 
 /// A unidirectional link: FIFO drop-tail queue, transmitter, propagation, loss.
+///
+/// # Layout
+///
+/// A run with many flows has hundreds of links, and a packet visits several of
+/// them between two visits to the same one, so a link's state is usually out
+/// of the cache when a packet arrives. The fields [`Link::transmit`] touches
+/// come first, in declaration order (`repr(C)`), aligned to a cache line: the
+/// queue state, then the propagation parameters, then the counters
+/// ([`LinkStats`], itself `repr(C)`), 192 bytes, three lines. The rate model,
+/// loss model, RNG and configuration follow; a link with a constant rate, no
+/// loss and no jitter (`fast_rate` non-zero) never reads them per packet.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Link {
-    config: LinkConfig,
-    server: Server,
-    loss: LossState,
-    limit: Limit,
-    rng: Rng,
-    jitter_ns: u64,
-    /// Packets not yet departed, oldest first.
-    backlog: VecDeque<InFlight>,
-    /// Sum of `size` over `backlog`.
-    backlog_bytes: u64,
     /// Departure of the last admitted packet (ns).
     last_departure: u64,
+    /// Sum of `size` over `backlog`.
+    backlog_bytes: u64,
+    /// Packets not yet departed, oldest first.
+    backlog: VecDeque<InFlight>,
+    limit: Limit,
+    delay_ns: u64,
     /// Delivery of the last delivered packet (for the no-reordering rule).
     last_delivery: Instant,
+    jitter_ns: u64,
+    /// The rate (bit/s) of a constant-rate link without loss or jitter, whose
+    /// packets `transmit` serves from the fields above alone; 0 otherwise.
+    fast_rate: u64,
+    /// The last packet size served on the fast path and its transmission time
+    /// (ns), since most packets of a link have one of a few sizes: saves the
+    /// division of [`rate::transmit_ns`]. 32 bits each, to keep the hot
+    /// fields in three lines; larger values are not cached.
+    tx_size: u32,
+    tx_ns: u32,
     stats: LinkStats,
+    server: Server,
+    loss: LossState,
+    rng: Rng,
+    config: LinkConfig,
     #[cfg(debug_assertions)]
     last_now: Instant,
 }
@@ -252,17 +278,25 @@ impl Link {
                 Limit::Bytes(config.queue_limit_bytes().unwrap_or(Bytes::MAX).get())
             }
         };
+        let fast_rate = match (&server, &loss, config.jitter.is_zero()) {
+            (Server::Constant { rate }, LossState::None, true) => *rate,
+            _ => 0,
+        };
         Link {
+            last_departure: 0,
+            backlog_bytes: 0,
+            backlog: VecDeque::with_capacity(INITIAL_BACKLOG_CAPACITY),
+            limit,
+            delay_ns: config.delay.as_nanos(),
+            last_delivery: Instant::ZERO,
             jitter_ns: config.jitter.as_nanos(),
+            fast_rate,
+            tx_size: 0,
+            tx_ns: 0, // `transmit_ns(0, _)`
+            stats: LinkStats::default(),
             server,
             loss,
-            limit,
             rng,
-            backlog: VecDeque::with_capacity(INITIAL_BACKLOG_CAPACITY),
-            backlog_bytes: 0,
-            last_departure: 0,
-            last_delivery: Instant::ZERO,
-            stats: LinkStats::default(),
             config,
             #[cfg(debug_assertions)]
             last_now: Instant::ZERO,
@@ -294,7 +328,23 @@ impl Link {
             return LinkOutcome::DroppedQueue;
         }
 
-        let (start, departure) = self.server.serve(now_ns, self.last_departure, size);
+        let (start, departure) = if self.fast_rate != 0 {
+            // `Server::serve` for a constant rate, with the division cached.
+            let tx_ns = if size == u64::from(self.tx_size) {
+                u64::from(self.tx_ns)
+            } else {
+                let ns = rate::transmit_ns(size, self.fast_rate);
+                if let (Ok(s), Ok(n)) = (u32::try_from(size), u32::try_from(ns)) {
+                    self.tx_size = s;
+                    self.tx_ns = n;
+                }
+                ns
+            };
+            let start = now_ns.max(self.last_departure);
+            (start, start.saturating_add(tx_ns))
+        } else {
+            self.server.serve(now_ns, self.last_departure, size)
+        };
         self.last_departure = departure;
         if departure > now_ns {
             self.backlog.push_back(InFlight {
@@ -309,11 +359,11 @@ impl Link {
             .record(Duration::from_nanos(start.saturating_sub(now_ns)));
 
         let departed = Instant::from_nanos(departure);
-        if self.loss.is_lost(departed, &mut self.rng) {
+        if self.fast_rate == 0 && self.loss.is_lost(departed, &mut self.rng) {
             self.stats.drops_loss += 1;
             return LinkOutcome::DroppedLoss;
         }
-        let mut at = departed + self.config.delay;
+        let mut at = departed + Duration::from_nanos(self.delay_ns);
         if self.jitter_ns > 0 {
             use rand::Rng as _;
             at += Duration::from_nanos(self.rng.random_range(0..=self.jitter_ns));

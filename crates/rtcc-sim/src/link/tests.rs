@@ -719,3 +719,59 @@ fn same_seed_same_outcomes() {
     assert!(a.contains(&LinkOutcome::DroppedQueue));
     assert!(a.contains(&LinkOutcome::DroppedLoss));
 }
+
+#[test]
+fn fast_path_matches_the_general_path() {
+    // A constant-rate link without loss or jitter takes `transmit`'s fast path
+    // (cached transmission times); the same link with a loss model that never
+    // loses takes the general one. Both must give the same outcomes and stats.
+    use rand::Rng as _;
+    let base = LinkConfig {
+        rate: RateModel::Constant(Bitrate::kbps(12_345)),
+        delay: Duration::from_millis(7),
+        queue: QueueLimit::Bytes(Bytes::new(20_000)),
+        ..LinkConfig::default()
+    };
+    let never = LossConfig::GilbertElliott {
+        step: Duration::from_millis(1),
+        p_gb: Probability::new(0.5).unwrap(),
+        p_bg: Probability::new(0.5).unwrap(),
+        loss_good: Probability::new(0.0).unwrap(),
+        loss_bad: Probability::new(0.0).unwrap(),
+    };
+    let mut fast = link(base.clone());
+    let mut general = link(LinkConfig {
+        loss: never,
+        ..base
+    });
+    assert_ne!(fast.fast_rate, 0);
+    assert_eq!(general.fast_rate, 0);
+    let mut rng = stream(5, 5);
+    let mut now = 0u64;
+    let sizes = [40u64, 1500, 1500, 1200, 64, 1500];
+    let mut drops = 0;
+    for _ in 0..20_000 {
+        now += rng.random_range(0..1_000_000u64);
+        let size = Bytes::new(sizes[rng.random_range(0..sizes.len())]);
+        let t = Instant::from_nanos(now);
+        let a = fast.transmit(t, size);
+        assert_eq!(a, general.transmit(t, size));
+        drops += u64::from(a == LinkOutcome::DroppedQueue);
+        assert_eq!(fast.backlog(t), general.backlog(t));
+    }
+    assert!(drops > 0, "the test should exercise the queue limit");
+    let (f, g) = (fast.stats(), general.stats());
+    assert_eq!(
+        (f.packets_in, f.delivered, f.bytes_delivered, f.drops_queue),
+        (g.packets_in, g.delivered, g.bytes_delivered, g.drops_queue)
+    );
+    assert_eq!(f.queue_delay.summary(), g.queue_delay.summary());
+}
+
+#[test]
+fn hot_fields_fill_the_first_three_cache_lines() {
+    // `transmit`'s fast path reads nothing past the stats (see `Link`'s layout).
+    assert_eq!(std::mem::align_of::<Link>(), 64);
+    assert!(std::mem::offset_of!(Link, server) <= 192);
+    assert!(std::mem::offset_of!(Link, stats) < std::mem::offset_of!(Link, server));
+}
