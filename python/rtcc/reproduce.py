@@ -86,6 +86,8 @@ from rtcc._native import ScenarioError
 from rtcc.sweep import GridError, _assign, _check_path
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from rtcc.plot import FigureKind
 
 __all__ = ["Claim", "ClaimResult", "PaperError", "reproduce"]
@@ -257,18 +259,19 @@ class _Experiment:
     windows: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def _window_means(ts: Any, windows: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
-    """Per-flow means of every numeric ``timeseries.csv`` column over each
-    window ``[start, end)`` in seconds, and the Jain index of the mean goodputs."""
+def _window_means(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """Per-flow means of the ``timeseries.csv`` columns over time windows.
+
+    Each window is ``[start, end)`` in seconds; ``jain`` is Jain's index of the
+    flows' mean goodputs there.
+    """
     import polars as pl
 
     out: dict[str, Any] = {}
     numeric = [c for c, t in ts.schema.items() if c not in ("time_s", "flow") and t.is_numeric()]
     for name, (start, end) in windows.items():
         part = ts.filter((pl.col("time_s") >= start) & (pl.col("time_s") < end))
-        means = part.group_by("flow", maintain_order=True).agg(
-            [pl.col(c).mean() for c in numeric]
-        )
+        means = part.group_by("flow", maintain_order=True).agg([pl.col(c).mean() for c in numeric])
         table: dict[str, Any] = {}
         goodputs = []
         for row in means.iter_rows(named=True):
@@ -281,7 +284,7 @@ def _window_means(ts: Any, windows: Mapping[str, tuple[float, float]]) -> dict[s
     return out
 
 
-def _seconds(value: Any) -> float:
+def _seconds(value: object) -> float:
     """``"50s"``, ``"250ms"`` or a number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
@@ -292,10 +295,10 @@ def _seconds(value: Any) -> float:
                 return float(text[: -len(suffix)]) * scale
             except ValueError:
                 break
-    raise ValueError(f"`{value}` is not a duration like \"50s\" or \"250ms\"")
+    raise ValueError(f'`{value}` is not a duration like "50s" or "250ms"')
 
 
-def _parse_windows(value: Any, where: str) -> dict[str, tuple[float, float]]:
+def _parse_windows(value: object, where: str) -> dict[str, tuple[float, float]]:
     """``windows = { name = ["50s", "200s"] }`` as seconds."""
     if not isinstance(value, Mapping):
         raise PaperError(f"{where}: key `windows`: expected a table of [start, end] pairs")
@@ -308,7 +311,9 @@ def _parse_windows(value: Any, where: str) -> dict[str, tuple[float, float]]:
         except ValueError as e:
             raise PaperError(f"{where}: key `windows.{name}`: {e}") from None
         if not start < end:
-            raise PaperError(f"{where}: key `windows.{name}`: start {pair[0]} is not before end {pair[1]}")
+            raise PaperError(
+                f"{where}: key `windows.{name}`: start {pair[0]} is not before end {pair[1]}"
+            )
         out[str(name)] = (start, end)
     return out
 
@@ -395,7 +400,9 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
         if not isinstance(per_cc_keys, Mapping) or not all(
             isinstance(v, Mapping) for v in per_cc_keys.values()
         ):
-            raise PaperError(f"{where}: key `flow_keys`: expected {{ <controller> = {{ key = value }} }}")
+            raise PaperError(
+                f"{where}: key `flow_keys`: expected {{ <controller> = {{ key = value }} }}"
+            )
         for cc in compare:
             scenario = copy.deepcopy(base)
             for index in indices:

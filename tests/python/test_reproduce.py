@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomli_w
@@ -263,7 +264,7 @@ def test_several_flows_under_test_and_time_windows(tmp_path: Path) -> None:
         ],
     }
     (folder / "base.toml").write_text(tomli_w.dumps(scenario))
-    spec = {
+    spec: dict[str, Any] = {
         "title": "multi",
         "experiment": [
             {
@@ -311,16 +312,20 @@ def test_several_flows_under_test_and_time_windows(tmp_path: Path) -> None:
     assert "Mean over the flows" in md.read_text()
     # `flow_keys` reached both flows under test: 600 B packets, twice the count.
     run_dir = tmp_path / "runs" / "full" / "e-fixed" / "seed-1"
-    sent = {f["name"]: f["packets_sent"] for f in json.loads((run_dir / "summary.json").read_text())["flows"]}
+    sent = {
+        f["name"]: f["packets_sent"]
+        for f in json.loads((run_dir / "summary.json").read_text())["flows"]
+    }
     assert sent["a"] > 1.8 * 300_000 * 6 / 8 / 1248
     summary = {"flows": [{"name": "a", "x": 1.0}, {"name": "b", "x": 3.0}, {"name": "c"}]}
     assert metric_value(summary, "flow:*.x") == 2.0
     assert metric_value(summary, "flow:*.y") is None
-    spec["experiment"][0]["windows"] = {"bad": ["5s", "1s"]}
+    experiment = spec["experiment"][0]
+    experiment["windows"] = {"bad": ["5s", "1s"]}
     (folder / "paper.toml").write_text(tomli_w.dumps(spec))
     with pytest.raises(PaperError, match=r"experiment\[0\]: key `windows.bad`: start 5s"):
         reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
-    spec["experiment"][0]["windows"] = {"bad": ["soon", "1s"]}
+    experiment["windows"] = {"bad": ["soon", "1s"]}
     (folder / "paper.toml").write_text(tomli_w.dumps(spec))
     with pytest.raises(PaperError, match=r"key `windows.bad`: `soon` is not a duration"):
         reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
