@@ -24,8 +24,13 @@
 //! - `"nack"`: [`arq`], NACK-based retransmission (RFC 4585 generic NACK from
 //!   the receiver, RFC 4588 retransmission from the sender), with the
 //!   receiver's half in [`arq::NackRequester`].
+//!
+//! Not yet a scheme: [`autorec`] holds the transport-independent parts of
+//! AutoRec (its Redundancy Adapter and reinjection queue), waiting for the
+//! reliable transport they plug into.
 
 pub mod arq;
+pub mod autorec;
 
 use crate::feedback::Nack;
 use crate::media::packetizer::MediaPacket;
