@@ -1,6 +1,7 @@
 //! Media sessions: the sender and receiver that the simulator and the real
 //! transport both drive.
 
+mod history;
 pub mod multipath;
 pub mod receiver;
 pub mod sender;

@@ -24,6 +24,7 @@
 
 use std::collections::VecDeque;
 
+use super::history::{Fate, SendHistory};
 use crate::cc::{CcConfig, CongestionController, Controller};
 use crate::feedback::{Nack, WireFeedback};
 use crate::media::encoder::EncoderModel;
@@ -32,7 +33,7 @@ use crate::media::packetizer::{MediaPacket, Packetizer};
 use crate::pacer::Pacer;
 /// Default of [`SenderConfig::queue_time_limit`] (re-exported from [`crate::pacer`]).
 pub use crate::pacer::DEFAULT_QUEUE_TIME_LIMIT;
-use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
+use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
 use crate::recovery::{LossRecovery, MediaSeqNo, Recovery, RecoveryConfig, RecoveryStats};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -190,13 +191,6 @@ pub struct SenderStats {
     pub frames_dropped_at_sender: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct HistoryEntry {
-    sent: SentPacket,
-    reported: bool,
-    received: bool,
-}
-
 /// The media sender.
 #[derive(Debug)]
 pub struct SenderSession<E> {
@@ -225,13 +219,8 @@ pub struct SenderSession<E> {
     /// the frames sent keep consecutive ids (module doc).
     frame_id_offset: u64,
     next_seq: SeqNo,
-    history: VecDeque<HistoryEntry>,
-    history_base: SeqNo,
-    /// Every packet below this sequence number is marked reported: the scan
-    /// for packets a lost report covered starts here (O(new packets), not
-    /// O(history)).
-    unreported_from: SeqNo,
-    in_flight: Bytes,
+    /// Sent packets, joined with feedback; bytes in flight.
+    history: SendHistory<()>,
     report: FeedbackReport,
     stats: SenderStats,
     last_now: Instant,
@@ -274,10 +263,7 @@ impl<E: EncoderModel> SenderSession<E> {
             frame_drop_queue_time: config.frame_drop_queue_time,
             frame_id_offset: 0,
             next_seq: 0,
-            history: VecDeque::with_capacity(4096),
-            history_base: 0,
-            unreported_from: 0,
-            in_flight: Bytes::ZERO,
+            history: SendHistory::with_capacity(4096),
             report: FeedbackReport::default(),
             stats: SenderStats::default(),
             last_now: now,
@@ -316,7 +302,7 @@ impl<E: EncoderModel> SenderSession<E> {
     }
     /// Bytes sent and not yet reported received or lost.
     pub fn bytes_in_flight(&self) -> Bytes {
-        self.in_flight
+        self.history.in_flight()
     }
     /// Bytes waiting in the pacer queue.
     pub fn queued_bytes(&self) -> Bytes {
@@ -509,14 +495,7 @@ impl<E: EncoderModel> SenderSession<E> {
     /// feedback is joined against, the silence clock of the feedback timeout,
     /// the pacer's budget and the controller.
     fn record_sent(&mut self, now: Instant, sent: SentPacket) {
-        if self.history.is_empty() {
-            self.history_base = sent.seq;
-        }
-        self.history.push_back(HistoryEntry {
-            sent,
-            reported: false,
-            received: false,
-        });
+        self.history.push(sent, ());
         if self.silent_since.is_none() {
             self.silent_since = Some(now);
         }
@@ -573,7 +552,7 @@ impl<E: EncoderModel> SenderSession<E> {
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.in_flight += packet.wire_size;
+        self.history.add_in_flight(packet.wire_size);
         let media = kind == PacketKind::Media;
         let sent = SentPacket {
             seq,
@@ -584,7 +563,7 @@ impl<E: EncoderModel> SenderSession<E> {
             // A retransmission is not part of its frame's packet train.
             first_in_frame: media && packet.index == 0,
             last_in_frame: media && packet.last_in_frame,
-            bytes_in_flight: self.in_flight,
+            bytes_in_flight: self.history.in_flight(),
         };
         self.record_sent(now, sent);
         self.recovery.on_packet_sent(now, media_seq, &packet, kind);
@@ -638,7 +617,7 @@ impl<E: EncoderModel> SenderSession<E> {
         self.cc
             .send_budget()
             .cwnd
-            .is_some_and(|c| self.in_flight >= c)
+            .is_some_and(|c| self.history.in_flight() >= c)
     }
 
     /// When a keep-alive is due into the full window, if padding is on and
@@ -674,7 +653,7 @@ impl<E: EncoderModel> SenderSession<E> {
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.in_flight += size;
+        self.history.add_in_flight(size);
         let sent = SentPacket {
             seq,
             size,
@@ -683,7 +662,7 @@ impl<E: EncoderModel> SenderSession<E> {
             frame_id: None,
             first_in_frame: false,
             last_in_frame: false,
-            bytes_in_flight: self.in_flight,
+            bytes_in_flight: self.history.in_flight(),
         };
         self.record_sent(now, sent);
         self.pacer.set_budget(now, self.cc.send_budget());
@@ -726,67 +705,15 @@ impl<E: EncoderModel> SenderSession<E> {
             self.encoder.request_key_frame();
             self.stats.key_frames_requested += 1;
         }
-        self.report.packets.clear();
-        self.report.report_time = fb.report_time;
-        let first_new = fb.packets.iter().map(|&(s, _)| s).find(|&s| {
-            s.checked_sub(self.history_base)
-                .and_then(|i| self.history.get(i as usize))
-                .is_some_and(|e| !e.reported)
-        });
-        // Packets older than the first newly reported one that were never
-        // reported were covered by a lost feedback packet: their fate is unknown,
-        // so they leave the in-flight count without being shown to the controller.
-        if let Some(first) = first_new {
-            let from = self.unreported_from.saturating_sub(self.history_base) as usize;
-            self.unreported_from = self.unreported_from.max(first);
-            for e in self.history.range_mut(from.min(self.history.len())..) {
-                if e.sent.seq >= first {
-                    break;
-                }
-                if !e.reported {
-                    e.reported = true;
-                    self.in_flight -= e.sent.size;
-                }
-            }
-        }
-        for &(seq, arrival) in &fb.packets {
-            let Some(e) = seq
-                .checked_sub(self.history_base)
-                .and_then(|i| self.history.get_mut(i as usize))
-            else {
-                self.stats.unknown_feedback_entries += 1;
-                continue;
-            };
-            if !e.reported {
-                e.reported = true;
-                self.in_flight -= e.sent.size;
-                if arrival.is_some() {
-                    self.stats.packets_reported_received += 1;
-                } else {
-                    self.stats.packets_reported_lost += 1;
-                }
-            } else if arrival.is_none() || e.received {
-                // Already known; a repeated loss or duplicate says nothing new.
-                continue;
-            }
-            e.received |= arrival.is_some();
-            self.report.packets.push(PacketResult {
-                sent: e.sent,
-                arrival,
-            });
-        }
-        while let Some(front) = self.history.front() {
-            let old = now.saturating_duration_since(front.sent.send_time) > HISTORY_WINDOW;
-            if old && (front.reported || self.history.len() > 1) {
-                if !front.reported {
-                    self.in_flight -= front.sent.size;
-                }
-                self.history.pop_front();
-                self.history_base += 1;
-            } else {
-                break;
-            }
-        }
+        let stats = &mut self.stats;
+        stats.unknown_feedback_entries +=
+            self.history
+                .join(fb, &mut self.report, |_, fate| match fate {
+                    Fate::Received => stats.packets_reported_received += 1,
+                    Fate::Lost => stats.packets_reported_lost += 1,
+                    Fate::Skipped | Fate::LateReceived => {}
+                });
+        self.history.expire(now, HISTORY_WINDOW);
         if !self.report.packets.is_empty() {
             self.cc.on_feedback(now, &self.report);
         }
@@ -826,7 +753,7 @@ impl<E: EncoderModel> SenderSession<E> {
             .cc
             .send_budget()
             .cwnd
-            .is_none_or(|c| self.in_flight < c);
+            .is_none_or(|c| self.history.in_flight() < c);
         if self.queue.is_empty()
             && !recover
             && window_open

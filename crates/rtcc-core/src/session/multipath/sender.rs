@@ -51,7 +51,8 @@ use crate::multipath::{
     MinCost, MinCostConfig, PathScheduler, PathState, Scheduler, SchedulerConfig,
 };
 use crate::pacer::Pacer;
-use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
+use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
+use crate::session::history::{Fate, SendHistory};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes, Probability};
 
@@ -216,14 +217,12 @@ pub struct MultipathSenderStats {
     pub frames_dropped_at_sender: u64,
 }
 
+/// What a path's send history keeps per packet beyond the shared fields.
 #[derive(Debug, Clone, Copy)]
-struct HistoryEntry {
-    sent: SentPacket,
+struct PathEntry {
     /// Session packet number of the segment carried (none for padding).
     media_id: Option<u64>,
-    reported: bool,
-    received: bool,
-    /// Taken as lost by the report timeout (retransmitted then).
+    /// Taken as lost by the report timeout or a report gap (retransmitted then).
     presumed_lost: bool,
 }
 
@@ -257,12 +256,10 @@ struct SenderPath {
     /// Σ enqueue instants (ns) of the queued packets (queue-time limit).
     enqueued_sum_ns: u128,
     next_seq: SeqNo,
-    history: VecDeque<HistoryEntry>,
-    history_base: SeqNo,
-    unreported_from: SeqNo,
+    /// Sent packets, joined with this path's feedback; bytes in flight.
+    history: SendHistory<PathEntry>,
     /// First sequence number that may still need the report timeout.
     timeout_scan: SeqNo,
-    in_flight: Bytes,
     srtt: Option<Duration>,
     min_rtt: Option<Duration>,
     loss: f64,
@@ -284,11 +281,8 @@ impl SenderPath {
             queued_bytes: Bytes::ZERO,
             enqueued_sum_ns: 0,
             next_seq: 0,
-            history: VecDeque::with_capacity(1024),
-            history_base: 0,
-            unreported_from: 0,
+            history: SendHistory::with_capacity(1024),
             timeout_scan: 0,
-            in_flight: Bytes::ZERO,
             srtt: None,
             min_rtt: None,
             loss: 0.0,
@@ -302,7 +296,7 @@ impl SenderPath {
         self.cc
             .send_budget()
             .cwnd
-            .is_none_or(|c| self.in_flight < c)
+            .is_none_or(|c| self.history.in_flight() < c)
     }
 
     /// The path as the scheduler sees it (module doc, "Placement"): `c_p`
@@ -364,38 +358,30 @@ impl SenderPath {
 
     /// Skips the timeout scan past entries that no longer need it.
     fn settle_timeout_scan(&mut self) {
-        while let Some(e) = self
-            .timeout_scan
-            .checked_sub(self.history_base)
-            .and_then(|i| self.history.get(i as usize))
-        {
-            if e.reported || e.presumed_lost || e.media_id.is_none() {
+        while let Some(e) = self.history.get(self.timeout_scan) {
+            if e.reported || e.extra.presumed_lost || e.extra.media_id.is_none() {
                 self.timeout_scan += 1;
             } else {
                 break;
             }
         }
-        self.timeout_scan = self.timeout_scan.max(self.history_base);
+        self.timeout_scan = self.timeout_scan.max(self.history.base());
     }
 
     /// The next report-timeout instant, if a media packet is unreported.
     fn next_report_deadline(&self, slack: Duration) -> Option<Instant> {
-        let i = self.timeout_scan.checked_sub(self.history_base)?;
-        let e = self.history.get(i as usize)?;
+        let e = self.history.get(self.timeout_scan)?;
         Some(self.report_deadline(e.sent.send_time, slack))
     }
 
     fn record_sent(&mut self, now: Instant, sent: SentPacket, media_id: Option<u64>) {
-        if self.history.is_empty() {
-            self.history_base = sent.seq;
-        }
-        self.history.push_back(HistoryEntry {
+        self.history.push(
             sent,
-            media_id,
-            reported: false,
-            received: false,
-            presumed_lost: false,
-        });
+            PathEntry {
+                media_id,
+                presumed_lost: false,
+            },
+        );
         self.pacer.on_sent(now, sent.size);
         self.cc.on_packet_sent(now, &sent);
         self.pacer.set_budget(now, self.cc.send_budget());
@@ -510,7 +496,7 @@ impl<E: EncoderModel> MultipathSender<E> {
     }
     /// Bytes sent on `path` and not yet reported.
     pub fn bytes_in_flight(&self, path: usize) -> Bytes {
-        self.paths[path].in_flight
+        self.paths[path].history.in_flight()
     }
     /// What the scheduler sees of `path` now.
     pub fn path_state(&self, path: usize) -> PathState {
@@ -773,11 +759,12 @@ impl<E: EncoderModel> MultipathSender<E> {
                 if deadline > now {
                     break;
                 }
-                let i = (p.timeout_scan - p.history_base) as usize;
-                let e = &mut p.history[i];
-                e.presumed_lost = true;
+                let Some(e) = p.history.get_mut(p.timeout_scan) else {
+                    break; // `next_report_deadline` found this entry
+                };
+                e.extra.presumed_lost = true;
                 p.stats.packets_presumed_lost += 1;
-                if let Some(m) = e.media_id {
+                if let Some(m) = e.extra.media_id {
                     lost.push(m);
                 }
             }
@@ -823,7 +810,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         let q = p.pop()?;
         let seq = p.next_seq;
         p.next_seq += 1;
-        p.in_flight += q.packet.wire_size;
+        p.history.add_in_flight(q.packet.wire_size);
         let media = q.kind == PacketKind::Media;
         let first_in_frame = media && p.last_frame_sent != Some(q.packet.frame_id);
         let last_in_frame = media
@@ -841,7 +828,7 @@ impl<E: EncoderModel> MultipathSender<E> {
             frame_id: Some(q.packet.frame_id),
             first_in_frame,
             last_in_frame,
-            bytes_in_flight: p.in_flight,
+            bytes_in_flight: p.history.in_flight(),
         };
         p.record_sent(now, sent, Some(q.media_id));
         if media {
@@ -890,7 +877,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         let size = probe.padding_size.max(min).min(full);
         let seq = p.next_seq;
         p.next_seq += 1;
-        p.in_flight += size;
+        p.history.add_in_flight(size);
         let sent = SentPacket {
             seq,
             size,
@@ -899,7 +886,7 @@ impl<E: EncoderModel> MultipathSender<E> {
             frame_id: None,
             first_in_frame: false,
             last_in_frame: false,
-            bytes_in_flight: p.in_flight,
+            bytes_in_flight: p.history.in_flight(),
         };
         p.record_sent(now, sent, None);
         p.stats.padding_packets_sent += 1;
@@ -945,86 +932,41 @@ impl<E: EncoderModel> MultipathSender<E> {
         acked.clear();
         let p = &mut self.paths[path];
         p.stats.feedback_reports += 1;
-        p.report.packets.clear();
-        p.report.report_time = fb.report_time;
-        // Packets older than the first newly reported one that were never
-        // reported were covered by a lost feedback packet, or preceded the
-        // first packet the receiver saw on this path (its report starts
-        // there): unknown fate. They leave the in-flight count without being
-        // shown to the controller (as in the single-path session), and their
-        // segments are retransmitted: the sender alone decides (§4.2), and a
-        // spurious copy costs a duplicate the receiver ignores.
-        let first_new = fb.packets.iter().map(|&(s, _)| s).find(|&s| {
-            s.checked_sub(p.history_base)
-                .and_then(|i| p.history.get(i as usize))
-                .is_some_and(|e| !e.reported)
-        });
-        if let Some(first) = first_new {
-            let from = p.unreported_from.saturating_sub(p.history_base) as usize;
-            p.unreported_from = p.unreported_from.max(first);
-            for e in p.history.range_mut(from.min(p.history.len())..) {
-                if e.sent.seq >= first {
-                    break;
-                }
-                if !e.reported {
-                    e.reported = true;
-                    p.in_flight -= e.sent.size;
-                    if let (Some(m), false) = (e.media_id, e.presumed_lost) {
-                        e.presumed_lost = true;
-                        p.stats.packets_presumed_lost += 1;
+        // Packets a report skipped (covered by a lost feedback packet, or
+        // before the first packet the receiver saw on this path: its report
+        // starts there) have an unknown fate. They leave the in-flight count
+        // without being shown to the controller (as in the single-path
+        // session), and their segments are retransmitted: the sender alone
+        // decides (§4.2), and a spurious copy costs a duplicate the receiver
+        // ignores.
+        let stats = &mut p.stats;
+        stats.unknown_feedback_entries += p.history.join(fb, &mut p.report, |e, fate| {
+            match fate {
+                Fate::Skipped => {
+                    if let (Some(m), false) = (e.extra.media_id, e.extra.presumed_lost) {
+                        e.extra.presumed_lost = true;
+                        stats.packets_presumed_lost += 1;
                         lost.push(m);
                     }
                 }
-            }
-        }
-        for &(seq, arrival) in &fb.packets {
-            let Some(e) = seq
-                .checked_sub(p.history_base)
-                .and_then(|i| p.history.get_mut(i as usize))
-            else {
-                p.stats.unknown_feedback_entries += 1;
-                continue;
-            };
-            if !e.reported {
-                e.reported = true;
-                p.in_flight -= e.sent.size;
-                if arrival.is_some() {
-                    p.stats.packets_reported_received += 1;
-                } else {
-                    p.stats.packets_reported_lost += 1;
+                Fate::Lost => {
+                    stats.packets_reported_lost += 1;
                     // Already retransmitted by the report timeout: not twice.
-                    if !e.presumed_lost {
-                        if let Some(m) = e.media_id {
-                            lost.push(m);
-                        }
+                    if let (Some(m), false) = (e.extra.media_id, e.extra.presumed_lost) {
+                        lost.push(m);
                     }
                 }
-            } else if arrival.is_none() || e.received {
-                continue;
-            }
-            e.received |= arrival.is_some();
-            if arrival.is_some() {
-                if let Some(m) = e.media_id {
-                    acked.push(m);
+                Fate::Received | Fate::LateReceived => {
+                    if fate == Fate::Received {
+                        stats.packets_reported_received += 1;
+                    }
+                    if let Some(m) = e.extra.media_id {
+                        acked.push(m);
+                    }
                 }
             }
-            p.report.packets.push(PacketResult {
-                sent: e.sent,
-                arrival,
-            });
-        }
-        while let Some(front) = p.history.front() {
-            let old = now.saturating_duration_since(front.sent.send_time) > HISTORY_WINDOW;
-            if old && (front.reported || p.history.len() > 1) {
-                if !front.reported {
-                    p.in_flight -= front.sent.size;
-                }
-                p.history.pop_front();
-                p.history_base += 1;
-            } else {
-                break;
-            }
-        }
+        });
+        p.history.expire(now, HISTORY_WINDOW);
         if !p.report.packets.is_empty() {
             p.cc.on_feedback(now, &p.report);
             if let Some(sample) = p.report.rtt_sample(now) {
