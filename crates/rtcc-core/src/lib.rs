@@ -50,6 +50,7 @@ pub mod recovery;
 pub mod rng;
 pub mod session;
 pub mod time;
+pub mod transport;
 pub mod units;
 
 pub use cc::{CcConfig, CongestionController, Controller, Estimate, SendBudget};
