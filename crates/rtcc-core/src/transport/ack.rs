@@ -145,7 +145,7 @@ pub struct AckTracker {
     largest: Option<(PacketNumber, Instant)>,
     /// Packet numbers below this are no longer tracked and count as duplicates.
     floor: PacketNumber,
-    /// At most this many ranges go into a frame (§13.2.4 lets a receiver limit them).
+    /// At most this many ranges go into a frame (RFC 9000 §13.2.3 lets a receiver limit them).
     max_ranges: usize,
 }
 
@@ -160,7 +160,7 @@ pub enum Received {
 
 impl AckTracker {
     /// Default range limit: 32 ranges per frame (our choice; RFC 9000
-    /// §13.2.4 leaves the limit to the receiver).
+    /// §13.2.3 leaves the limit to the receiver).
     pub const DEFAULT_MAX_RANGES: usize = 32;
 
     /// An empty tracker that puts at most `max_ranges` ranges (at least 1) in a frame.
