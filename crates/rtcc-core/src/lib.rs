@@ -35,9 +35,13 @@
 //! - [`pacer`]: the pacer (burst allowance, frame-burst mode).
 //! - [`media`]: frames, the encoder model, the packetizer, the player.
 //! - [`feedback`]: the receiver's feedback builder and the NACK message.
-//! - [`recovery`]: the [`recovery::LossRecovery`] trait and NACK-based retransmission.
+//! - [`recovery`]: the [`recovery::LossRecovery`] trait, NACK-based retransmission and
+//!   AutoRec's redundancy adapter and reinjection queue.
 //! - [`multipath`]: the [`multipath::PathScheduler`] trait and the multipath packet schedulers.
-//! - [`session`]: the media sender and receiver sessions that tie it all together.
+//! - [`session`]: the media sender and receiver sessions that tie it all together
+//!   (single-path and multipath).
+//! - [`transport`]: the QUIC-like reliable transport's RTT estimator, ACK frames and
+//!   RFC 9002 loss detection (the transport itself is not built yet).
 
 pub mod cc;
 pub mod estimate;
