@@ -1462,13 +1462,8 @@ impl World {
                     encoder,
                     receiver,
                 } = *m;
-                let rng = rng::stream(f.rng_seed, f.rng_id);
-                let enc = match flow_encoder(now, &f.name, encoder, ladder, rng) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        self.io_error = Some(e);
-                        return;
-                    }
+                let Some(enc) = flow_encoder(now, f, encoder, ladder, &mut self.io_error) else {
+                    return;
                 };
                 let mut session = SenderSession::new(now, sender, enc);
                 // The simulated receiver reports padding and keeps it away
@@ -1484,13 +1479,8 @@ impl World {
                     encoder,
                     receiver,
                 } = *m;
-                let rng = rng::stream(f.rng_seed, f.rng_id);
-                let enc = match flow_encoder(now, &f.name, encoder, ladder, rng) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        self.io_error = Some(e);
-                        return;
-                    }
+                let Some(enc) = flow_encoder(now, f, encoder, ladder, &mut self.io_error) else {
+                    return;
                 };
                 let mut session = MultipathSender::new(now, sender, enc);
                 // As for a media flow: padding reaches the receiver's
@@ -2223,17 +2213,25 @@ fn multipath_sample(s: &MultipathSender<SimEncoder>) -> SenderSample {
 /// frame deadline is the player's: a packet is worth retransmitting while its
 /// frame can still be displayed, i.e. until `playout_delay + max_frame_wait`
 /// after capture (see `ArqConfig::frame_deadline`).
-/// A flow's encoder. Its config was validated when the world was built, so
-/// an error here is a bug, reported as the run's I/O error.
+/// A flow's encoder, on the flow's own RNG stream. Its config was validated
+/// when the world was built, so an error here is a bug, recorded as the run's
+/// I/O error.
 fn flow_encoder(
     now: Instant,
-    flow: &str,
+    f: &Flow,
     encoder: ParametricEncoderConfig,
     ladder: Option<LadderTrace>,
-    rng: rng::Rng,
-) -> Result<SimEncoder, std::io::Error> {
+    io_error: &mut Option<std::io::Error>,
+) -> Option<SimEncoder> {
+    let rng = rng::stream(f.rng_seed, f.rng_id);
     SimEncoder::new(now, encoder, ladder, rng)
-        .map_err(|e| std::io::Error::other(format!("encoder of flow {flow}: {e}")))
+        .map_err(|e| {
+            *io_error = Some(std::io::Error::other(format!(
+                "encoder of flow {}: {e}",
+                f.name
+            )));
+        })
+        .ok()
 }
 
 fn recovery_config(name: Option<&str>, player: &PlayerConfig) -> Result<RecoveryConfig, String> {

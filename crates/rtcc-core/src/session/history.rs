@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use crate::feedback::WireFeedback;
-use crate::packet::{FeedbackReport, PacketResult, SentPacket, SeqNo};
+use crate::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
 use crate::units::Bytes;
 
@@ -76,6 +76,22 @@ impl<T: Copy> SendHistory<T> {
     /// now (before its [`SentPacket`] is made, which carries the new total).
     pub(crate) fn add_in_flight(&mut self, size: Bytes) {
         self.in_flight += size;
+    }
+
+    /// A padding packet of `size` bytes leaves as `seq` at `now`: counted
+    /// in flight; the [`SentPacket`] to record and show the controller.
+    pub(crate) fn padding_leaves(&mut self, now: Instant, seq: SeqNo, size: Bytes) -> SentPacket {
+        self.add_in_flight(size);
+        SentPacket {
+            seq,
+            size,
+            send_time: now,
+            kind: PacketKind::Padding,
+            frame_id: None,
+            first_in_frame: false,
+            last_in_frame: false,
+            bytes_in_flight: self.in_flight,
+        }
     }
 
     /// Records a packet that left (its size already added in flight).
@@ -196,7 +212,6 @@ impl<T: Copy> SendHistory<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
 
     fn sent(seq: SeqNo, ms: u64) -> SentPacket {
         SentPacket {

@@ -653,17 +653,7 @@ impl<E: EncoderModel> SenderSession<E> {
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.history.add_in_flight(size);
-        let sent = SentPacket {
-            seq,
-            size,
-            send_time: now,
-            kind: PacketKind::Padding,
-            frame_id: None,
-            first_in_frame: false,
-            last_in_frame: false,
-            bytes_in_flight: self.history.in_flight(),
-        };
+        let sent = self.history.padding_leaves(now, seq, size);
         self.record_sent(now, sent);
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;

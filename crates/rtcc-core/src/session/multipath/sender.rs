@@ -877,17 +877,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         let size = probe.padding_size.max(min).min(full);
         let seq = p.next_seq;
         p.next_seq += 1;
-        p.history.add_in_flight(size);
-        let sent = SentPacket {
-            seq,
-            size,
-            send_time: now,
-            kind: PacketKind::Padding,
-            frame_id: None,
-            first_in_frame: false,
-            last_in_frame: false,
-            bytes_in_flight: p.history.in_flight(),
-        };
+        let sent = p.history.padding_leaves(now, seq, size);
         p.record_sent(now, sent, None);
         p.stats.padding_packets_sent += 1;
         p.stats.padding_bytes_sent += size.get();
