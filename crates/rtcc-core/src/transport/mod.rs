@@ -14,9 +14,14 @@
 //!   loss-detection timer, PTO with exponential backoff, bytes in flight and
 //!   the loss-detection time of every lost packet (AutoRec's `T_unit`).
 //!
-//! Not here yet: streams, the data/retransmission layer that maps tokens to
-//! data ids, congestion-control wiring and the simulator integration (see
-//! `docs/algorithms/quic-transport.md`).
+//! - [`sender`]: [`TransportSender`], the live-streaming sender: data
+//!   chunks, ARQ with newest-copy tracking, the congestion controller behind
+//!   a pacer, AutoRec ([`RecoveryScheme`]), the off-mode signal.
+//! - [`receiver`]: [`TransportReceiver`]: ACK policy, in-order exactly-once
+//!   delivery, frame completion.
+//! - [`playback`]: deadline misses and freezes of the rendered frames.
+//! - [`metrics`]: recovery latency and deterioration (AutoRec §III-C, §VII).
+//! - [`wire`]: what a packet carries, and wire sizes.
 //!
 //! ## How a sender drives it
 //!
@@ -35,8 +40,15 @@
 
 pub mod ack;
 pub mod loss;
+pub mod metrics;
+pub mod playback;
+pub mod receiver;
 pub mod rtt;
+pub mod sender;
+pub mod wire;
 
+#[cfg(test)]
+mod live_tests;
 #[cfg(test)]
 mod tests;
 
@@ -45,4 +57,12 @@ pub use loss::{
     AckError, AckOutcome, LossDetector, LossDetectorConfig, LossReason, LossStats, LostPacket,
     TimeoutOutcome, TransportPacket, MAX_PTO_BACKOFF_EXPONENT, PACKET_THRESHOLD,
 };
+pub use metrics::RecoveryMetrics;
+pub use playback::{Playback, PlaybackConfig, PlaybackStats};
+pub use receiver::{TransportReceiver, TransportReceiverConfig, TransportReceiverStats};
 pub use rtt::{RttEstimator, DEFAULT_MAX_ACK_DELAY, GRANULARITY, INITIAL_RTT};
+pub use sender::{
+    AutoRecSettings, RecoveryScheme, TransportConfigError, TransportSender, TransportSenderConfig,
+    TransportSenderStats,
+};
+pub use wire::{CopyKind, Datagram, Payload};
