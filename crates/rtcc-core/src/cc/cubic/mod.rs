@@ -37,8 +37,10 @@
 //! arrival)`, as [`FeedbackReport::rtt_sample`] does, and fed to the RFC 9002
 //! §5 [`RttEstimator`]. Losses are handled before acknowledgements, as in
 //! RFC 9002 Appendix A.7. The target bitrate is `cwnd/smoothed_rtt` clamped
-//! to `[min_bitrate, max_bitrate]`. See `docs/algorithms/cubic.md` for every
-//! interpretation and deviation.
+//! to `[min_bitrate, max_bitrate]`. The window the sender enforces is cwnd
+//! widened by the bytes the receiver holds until its report
+//! ([`Cubic::window_budget`], as Copa's). See `docs/algorithms/cubic.md` for
+//! every interpretation and deviation.
 //!
 //! ## Call protocol
 //!
@@ -103,6 +105,10 @@ pub struct CubicConfig {
     /// The peer's `max_ack_delay` in the persistent congestion duration
     /// (RFC 9002 §7.6.1; RFC 9000 §18.2 default 25 ms).
     pub max_ack_delay: Duration,
+    /// Widen the window the sender enforces by the bytes the receiver holds
+    /// before reporting them ([`Cubic::window_budget`]; rtcc mapping, as
+    /// Copa). `false` applies cwnd to bytes in flight literally, as RFC 9002.
+    pub compensate_feedback_hold: bool,
 }
 
 impl Default for CubicConfig {
@@ -116,6 +122,7 @@ impl Default for CubicConfig {
             pacing_gain_slow_start: PACING_GAIN_SLOW_START,
             pacing_gain_congestion_avoidance: PACING_GAIN_CONGESTION_AVOIDANCE,
             max_ack_delay: DEFAULT_MAX_ACK_DELAY,
+            compensate_feedback_hold: true,
         }
     }
 }
@@ -158,6 +165,9 @@ pub struct Cubic {
     cwnd_limited_at: Option<Instant>,
     /// Loss fraction of the last report with packets in it.
     loss_fraction: f64,
+    /// Longest time the receiver held a packet of the last report before
+    /// reporting it (`report_time − earliest arrival`).
+    feedback_hold: Duration,
     /// Number of persistent congestion events.
     persistent_congestion_count: u64,
 }
@@ -179,6 +189,7 @@ impl Cubic {
             largest_sampled: None,
             cwnd_limited_at: None,
             loss_fraction: 0.0,
+            feedback_hold: Duration::ZERO,
             persistent_congestion_count: 0,
             config,
         }
@@ -192,6 +203,20 @@ impl Cubic {
     /// Congestion window.
     pub fn cwnd(&self) -> Bytes {
         self.cwnd
+    }
+
+    /// The window the sender enforces on its bytes in flight:
+    /// `cwnd + (cwnd/smoothed_rtt) × hold`, where `hold` is the longest time
+    /// the receiver held a packet of the latest report (with
+    /// `compensate_feedback_hold`; else cwnd). A sender counts a packet in
+    /// flight until the report covering it arrives, up to one feedback
+    /// interval after it left the network; without the allowance a
+    /// window-limited sender gets `cwnd/(RTT + hold)`, not `cwnd/RTT`.
+    pub fn window_budget(&self) -> Bytes {
+        match (self.config.compensate_feedback_hold, self.rate()) {
+            (true, Some(rate)) => self.cwnd + rate * self.feedback_hold,
+            _ => self.cwnd,
+        }
     }
 
     /// Slow-start threshold; [`Bytes::MAX`] before the first congestion event.
@@ -264,12 +289,14 @@ impl Cubic {
     }
 
     /// RFC 9002 §7.8 / Chromium `IsCwndLimited`: bytes in flight (this packet
-    /// included) within [`CWND_LIMITED_SLACK_DATAGRAMS`] of cwnd, or, in slow
-    /// start, above half of cwnd (cwnd doubles per round, in flight lags it).
+    /// included) within [`CWND_LIMITED_SLACK_DATAGRAMS`] of the enforced
+    /// window, or, in slow start, above half of it (cwnd doubles per round,
+    /// in flight lags it).
     fn is_cwnd_limited(&self, bytes_in_flight: Bytes) -> bool {
+        let window = self.window_budget();
         let slack = self.config.max_datagram_size * CWND_LIMITED_SLACK_DATAGRAMS;
-        bytes_in_flight + slack >= self.cwnd
-            || (self.in_slow_start() && bytes_in_flight.get() > self.cwnd.get() / 2)
+        bytes_in_flight + slack >= window
+            || (self.in_slow_start() && bytes_in_flight.get() > window.get() / 2)
     }
 
     /// RFC 9002 §7.8: the packet's ACK may grow cwnd only if the sender used
@@ -429,6 +456,9 @@ impl CongestionController for Cubic {
             return;
         }
         self.loss_fraction = report.loss_fraction();
+        if let Some(first) = report.packets.iter().filter_map(|p| p.arrival).min() {
+            self.feedback_hold = report.report_time.saturating_duration_since(first);
+        }
         self.sample_rtt(now, report);
         // RFC 9002 A.7: losses are detected and handled before the newly
         // acknowledged packets are passed to the controller.
@@ -455,7 +485,7 @@ impl CongestionController for Cubic {
         );
         SendBudget {
             pacing_rate: pacing.max(Bitrate::bps(1)),
-            cwnd: Some(self.cwnd),
+            cwnd: Some(self.window_budget()),
             max_burst: Bytes::ZERO,
             frame_burst: None,
         }

@@ -624,3 +624,27 @@ fn target_is_cwnd_over_srtt_within_bounds() {
     assert_eq!(h.cc.target_bitrate(), Bitrate::kbps(100));
     assert!((h.cc.estimate().loss_rate.unwrap() - 1.0).abs() < 1e-12);
 }
+
+#[test]
+fn window_budget_covers_the_bytes_held_for_the_report() {
+    let mut h = Harness::new(1200);
+    // RTT 100 ms, the packet held 50 ms before the report: the sender sees
+    // 150 ms, srtt is 100 ms. Rate = 12 000 B / 100 ms = 960 kbit/s, which
+    // over 50 ms is 6000 B: the enforced window is 18 000 B.
+    let p = h.send(1);
+    h.advance(ms(150));
+    h.report(&p, &[], ms(50));
+    assert_eq!(h.cc.rtt().smoothed_rtt(), ms(100));
+    assert_eq!(h.cc.window_budget(), Bytes::new(18_000));
+    assert_eq!(h.cc.send_budget().cwnd, Some(Bytes::new(18_000)));
+    assert_eq!(h.cc.cwnd(), Bytes::new(12_000));
+    // Literal RFC 9002: the window is cwnd.
+    let mut literal = Harness::with(CubicConfig {
+        compensate_feedback_hold: false,
+        ..config(1200)
+    });
+    let p = literal.send(1);
+    literal.advance(ms(150));
+    literal.report(&p, &[], ms(50));
+    assert_eq!(literal.cc.send_budget().cwnd, Some(Bytes::new(12_000)));
+}
