@@ -13,8 +13,8 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::{
-    BbrConfig, CamelConfig, CcConfig, CopaConfig, DelayBbrConfig, FixedConfig, GccConfig,
-    PudicaConfig, SqpConfig, WebRtcBbrConfig,
+    BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
+    GccConfig, PudicaConfig, SqpConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
@@ -125,6 +125,58 @@ pub(crate) fn cc_config(
                 k.flag("compensate_feedback_hold")?,
             );
             Ok(CcConfig::Copa(c))
+        }
+        "cubic" => {
+            // Tunables of docs/algorithms/cubic.md ("Parameters").
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "max_datagram_size",
+                        "c",
+                        "beta",
+                        "fast_convergence",
+                        "pacing_gain_slow_start",
+                        "pacing_gain_congestion_avoidance",
+                        "max_ack_delay",
+                        "compensate_feedback_hold",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = CubicConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            if let Some(b) = k.bytes("max_datagram_size")? {
+                if b.is_zero() {
+                    return Err("`max_datagram_size`: must be positive".to_string());
+                }
+                c.max_datagram_size = b;
+            }
+            let positive = |x: f64| x.is_finite() && x > 0.0;
+            set(
+                &mut c.window.c,
+                k.num_where("c", positive, "a positive number")?,
+            );
+            let in_unit = |x: f64| x.is_finite() && x > 0.0 && x < 1.0;
+            set(
+                &mut c.window.beta,
+                k.num_where("beta", in_unit, "a number in (0, 1)")?,
+            );
+            set(&mut c.window.fast_convergence, k.flag("fast_convergence")?);
+            set(
+                &mut c.pacing_gain_slow_start,
+                k.num("pacing_gain_slow_start", 1.0, 10.0)?,
+            );
+            set(
+                &mut c.pacing_gain_congestion_avoidance,
+                k.num("pacing_gain_congestion_avoidance", 1.0, 10.0)?,
+            );
+            set(&mut c.max_ack_delay, k.duration("max_ack_delay")?);
+            set(
+                &mut c.compensate_feedback_hold,
+                k.flag("compensate_feedback_hold")?,
+            );
+            Ok(CcConfig::Cubic(c))
         }
         "sqp" => {
             k.check(
@@ -769,6 +821,32 @@ mod tests {
             parse("fixed", "pacing_factor = 0.5"),
             Err("`pacing_factor`: expected a number ≥ 1, got 0.5".to_string())
         );
+    }
+
+    #[test]
+    fn cubic_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}max_datagram_size = \"1500B\"\nc = 0.8\nbeta = 0.5\n\
+             fast_convergence = false\npacing_gain_slow_start = 3\n\
+             pacing_gain_congestion_avoidance = 1.2\nmax_ack_delay = \"10ms\"\n\
+             compensate_feedback_hold = false"
+        );
+        let mut want = CubicConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.max_datagram_size = Bytes::new(1500);
+        want.window.c = 0.8;
+        want.window.beta = 0.5;
+        want.window.fast_convergence = false;
+        want.pacing_gain_slow_start = 3.0;
+        want.pacing_gain_congestion_avoidance = 1.2;
+        want.max_ack_delay = Duration::from_millis(10);
+        want.compensate_feedback_hold = false;
+        assert_eq!(parse("cubic", &text), Ok(CcConfig::Cubic(want)));
+        assert_eq!(
+            parse("cubic", "beta = 1"),
+            Err("`beta`: expected a number in (0, 1), got 1".to_string())
+        );
+        assert!(parse("cubic", "ssthresh = 3").is_err());
     }
 
     #[test]

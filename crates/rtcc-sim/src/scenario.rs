@@ -494,8 +494,10 @@ pub struct FlowSpec {
     /// media | tcp | udp-cbr | multipath-media.
     pub kind: Spanned<FlowKind>,
     /// Congestion controller (media and multipath-media, where it is every
-    /// path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr | copa | sqp
-    /// | pudica; tcp: newreno | reno | tahoe | cubic).
+    /// path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr | copa |
+    /// cubic | sqp | pudica; tcp: newreno | reno | tahoe | cubic; a media
+    /// "cubic" is the core's RFC 9438 + RFC 9002 controller, a tcp "cubic"
+    /// the simulator's TCP sender with the same window function).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]

@@ -7,6 +7,7 @@
 pub mod bbr;
 pub mod camel;
 pub mod copa;
+pub mod cubic;
 pub mod delay_bbr;
 pub mod fixed;
 pub mod gcc;
@@ -22,6 +23,7 @@ use crate::units::{Bitrate, Bytes};
 pub use bbr::{Bbr, BbrConfig};
 pub use camel::{Camel, CamelConfig};
 pub use copa::{Copa, CopaConfig, CopaMode};
+pub use cubic::{Cubic, CubicConfig};
 pub use delay_bbr::{DelayBbr, DelayBbrConfig};
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
@@ -161,6 +163,8 @@ pub enum CcConfig {
     Camel(CamelConfig),
     /// Copa (NSDI 2018).
     Copa(CopaConfig),
+    /// CUBIC (RFC 9438) over QUIC congestion control (RFC 9002 §7).
+    Cubic(CubicConfig),
     /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00).
     Bbr(BbrConfig),
     /// Delay-BBR (papers/delay-bbr-multipath.txt §4.1).
@@ -190,6 +194,7 @@ impl CcConfig {
         "camel",
         "bbr",
         "copa",
+        "cubic",
         "sqp",
         "pudica",
         "delay-bbr",
@@ -206,6 +211,7 @@ impl CcConfig {
             "pudica" => Some(CcConfig::Pudica(PudicaConfig::default())),
             "camel" => Some(CcConfig::Camel(CamelConfig::default())),
             "copa" => Some(CcConfig::Copa(CopaConfig::default())),
+            "cubic" => Some(CcConfig::Cubic(CubicConfig::default())),
             "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
             "delay-bbr" => Some(CcConfig::DelayBbr(DelayBbrConfig::default())),
             "webrtc-bbr" => Some(CcConfig::WebRtcBbr(WebRtcBbrConfig::default())),
@@ -222,6 +228,7 @@ impl CcConfig {
             CcConfig::Pudica(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Camel(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Copa(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::Cubic(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::Bbr(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::DelayBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
             CcConfig::WebRtcBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
@@ -237,6 +244,7 @@ impl CcConfig {
             CcConfig::Pudica(c) => Controller::Pudica(Box::new(Pudica::new(now, c.clone()))),
             CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, c.clone()))),
             CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
+            CcConfig::Cubic(c) => Controller::Cubic(Box::new(Cubic::new(now, c.clone()))),
             CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),
             CcConfig::DelayBbr(c) => Controller::DelayBbr(Box::new(DelayBbr::new(now, c.clone()))),
             CcConfig::WebRtcBbr(c) => {
@@ -262,6 +270,8 @@ pub enum Controller {
     Camel(Box<Camel>),
     /// Copa.
     Copa(Box<Copa>),
+    /// CUBIC over RFC 9002.
+    Cubic(Box<Cubic>),
     /// BBR v1.
     Bbr(Box<Bbr>),
     /// Delay-BBR.
@@ -279,6 +289,7 @@ macro_rules! dispatch {
             Controller::Pudica($c) => $e,
             Controller::Camel($c) => $e,
             Controller::Copa($c) => $e,
+            Controller::Cubic($c) => $e,
             Controller::Bbr($c) => $e,
             Controller::DelayBbr($c) => $e,
             Controller::WebRtcBbr($c) => $e,

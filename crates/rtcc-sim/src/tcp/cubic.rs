@@ -1,7 +1,10 @@
 //! CUBIC window growth, RFC 9438 §4, as a [`WindowGrowth`] for the shared
-//! window-based sender (loss recovery stays NewReno, RFC 6582, as RFC 9438
-//! §1 allows: CUBIC "only changes the congestion window increase and
-//! decrease", not fast retransmit/recovery).
+//! window-based sender. The window arithmetic (eq. 1, 2, 4, fast
+//! convergence, the §4.8 restart) is the core's `CubicWindow`
+//! (`rtcc_core::cc::cubic::window`), which the media/QUIC CUBIC controller
+//! uses as well; this file adds TCP's slow start and ssthresh. Loss recovery
+//! stays NewReno (RFC 6582), as RFC 9438 §1 allows: CUBIC "only changes the
+//! congestion window increase and decrease", not fast retransmit/recovery.
 //!
 //! Implemented, by section of RFC 9438:
 //!
@@ -37,32 +40,14 @@
 //! ECN (§4.6 `reduction_on_ece`), and the application-limited rule of §5.8
 //! (a bulk flow is never application-limited).
 
+use rtcc_core::cc::cubic::window::{CubicParams, CubicWindow};
 use rtcc_core::{Bytes, Duration, Instant};
 
 use super::growth::{Window, WindowGrowth};
 
-/// RFC 9438 §5.1: `C = 0.4` (segments / s³).
-pub const CUBIC_C: f64 = 0.4;
-
-/// RFC 9438 §4.6 / §5.1: multiplicative decrease factor `β_cubic = 0.7`.
-pub const BETA_CUBIC: f64 = 0.7;
-
-/// RFC 9438 §4.2: the target is clamped to at most `1.5·cwnd` per RTT.
-const MAX_TARGET_RATIO: f64 = 1.5;
-
-/// Which rule set cwnd on the last ACK (RFC 9438 §4.3–§4.5, §4.10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CubicRegion {
-    /// `cwnd < ssthresh`: RFC 5681 slow start (RFC 9438 §4.10).
-    SlowStart,
-    /// `W_cubic(t) < W_est`: cwnd follows the Reno estimate (§4.3).
-    RenoFriendly,
-    /// `cwnd < W_max`: the concave part of the cubic curve (§4.4).
-    Concave,
-    /// `cwnd ≥ W_max`: the convex part of the cubic curve (§4.5).
-    Convex,
-}
+/// The window math is the core's (`rtcc_core::cc::cubic::window`), shared
+/// with the media/QUIC CUBIC controller.
+pub use rtcc_core::cc::cubic::window::{CubicRegion, BETA_CUBIC, CUBIC_C};
 
 /// Parameters of [`CubicGrowth`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,125 +73,59 @@ impl Default for CubicConfig {
     }
 }
 
-/// One congestion avoidance stage (RFC 9438 §4.2 "epoch").
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Epoch {
-    /// `t_epoch`: when this congestion avoidance stage began.
-    start: Instant,
-    /// `K` (seconds), eq. 2.
-    k: f64,
-    /// `W_max` used by this stage's curve (segments).
-    w_max: f64,
-    /// `W_est` (segments), §4.3.
-    w_est: f64,
-    /// `α_cubic` (§4.3, eq. 4, or 1 once `W_est ≥ cwnd_prior`).
-    alpha: f64,
-}
-
-/// CUBIC growth (RFC 9438 §4). Window quantities inside are in segments of
-/// `Window::mss`, as the RFC's equations are.
+/// CUBIC growth (RFC 9438 §4) over the core's [`CubicWindow`]: TCP slow
+/// start with byte counting, and `ssthresh = β·flight_size` (§4.6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CubicGrowth {
-    config: CubicConfig,
-    /// `W_max` (segments): cwnd before the last reduction, after fast
-    /// convergence; `None` before the first congestion event.
-    w_max: Option<f64>,
-    /// `cwnd_prior` (segments): cwnd at the last congestion event.
-    cwnd_prior: Option<f64>,
-    /// The current congestion avoidance stage, `None` until its first ACK.
-    epoch: Option<Epoch>,
-    /// The last congestion event was an RTO (§4.8 applies to the next stage).
-    after_rto: bool,
-    /// Fraction of a byte of growth not yet added to the integer cwnd.
-    carry: f64,
-    region: CubicRegion,
+    abc_limit_segments: u32,
+    beta: f64,
+    window: CubicWindow,
 }
 
 impl CubicGrowth {
     /// Growth with the given parameters.
     pub fn new(config: CubicConfig) -> Self {
         CubicGrowth {
-            config: CubicConfig {
-                abc_limit_segments: config.abc_limit_segments.max(1),
-                ..config
-            },
-            w_max: None,
-            cwnd_prior: None,
-            epoch: None,
-            after_rto: false,
-            carry: 0.0,
-            region: CubicRegion::SlowStart,
+            abc_limit_segments: config.abc_limit_segments.max(1),
+            beta: config.beta,
+            window: CubicWindow::new(CubicParams {
+                c: config.c,
+                beta: config.beta,
+                fast_convergence: config.fast_convergence,
+            }),
         }
     }
 
     /// `α_cubic = 3(1 − β_cubic)/(1 + β_cubic)` (RFC 9438 §4.3, eq. 4);
     /// 0.529… for β = 0.7.
     pub fn alpha_cubic(&self) -> f64 {
-        3.0 * (1.0 - self.config.beta) / (1.0 + self.config.beta)
+        self.window.alpha_cubic()
     }
 
     /// `K` (eq. 2) of the current congestion avoidance stage, once it began.
     pub fn k(&self) -> Option<Duration> {
-        self.epoch.map(|e| Duration::from_secs_f64(e.k))
+        self.window.k()
     }
 
     /// `W_max` in segments: the one the current stage's curve uses, else the
     /// one recorded at the last congestion event.
     pub fn w_max_segments(&self) -> Option<f64> {
-        self.epoch.map(|e| e.w_max).or(self.w_max)
+        self.window.w_max_segments()
     }
 
     /// `W_est` in segments (§4.3) of the current stage.
     pub fn w_est_segments(&self) -> Option<f64> {
-        self.epoch.map(|e| e.w_est)
+        self.window.w_est_segments()
     }
 
     /// `W_cubic(t)` in segments (eq. 1) at `now` in the current stage.
     pub fn w_cubic_segments(&self, now: Instant) -> Option<f64> {
-        self.epoch
-            .map(|e| self.w_cubic(&e, (now - e.start).as_secs_f64()))
+        self.window.w_cubic_segments(now)
     }
 
     /// Which rule set cwnd on the last ACK.
     pub fn region(&self) -> CubicRegion {
-        self.region
-    }
-
-    /// Eq. 1: `W_cubic(t) = C·(t − K)³ + W_max`, `t` in seconds.
-    fn w_cubic(&self, e: &Epoch, t: f64) -> f64 {
-        self.config.c * (t - e.k).powi(3) + e.w_max
-    }
-
-    /// Starts a congestion avoidance stage at `now` with `cwnd_epoch` segments.
-    fn begin_epoch(&mut self, now: Instant, cwnd_epoch: f64) -> Epoch {
-        let (w_max, k) = match self.w_max {
-            // §4.2 eq. 2: K = ∛((W_max − cwnd_epoch)/C).
-            Some(w_max) if !self.after_rto && w_max > cwnd_epoch => {
-                (w_max, ((w_max - cwnd_epoch) / self.config.c).cbrt())
-            }
-            // §4.8 (after an RTO) and §4.10 (no congestion event yet): K = 0,
-            // W_max = cwnd_epoch. Also when cwnd_epoch ≥ W_max (only after an
-            // ssthresh reduction from a small flight size): the curve then
-            // starts at its inflection point (Linux `bictcp_update` likewise).
-            _ => (cwnd_epoch, 0.0),
-        };
-        self.w_max = Some(w_max);
-        // §4.10: without a congestion event, cwnd_prior = cwnd.
-        let cwnd_prior = *self.cwnd_prior.get_or_insert(cwnd_epoch);
-        self.after_rto = false;
-        Epoch {
-            start: now,
-            k,
-            w_max,
-            // §4.3 / §4.8: W_est = cwnd_epoch at the start of the stage.
-            w_est: cwnd_epoch,
-            // §4.3: α_cubic, or 1 once W_est ≥ cwnd_prior.
-            alpha: if cwnd_epoch >= cwnd_prior {
-                1.0
-            } else {
-                self.alpha_cubic()
-            },
-        }
+        self.window.region()
     }
 }
 
@@ -224,82 +143,27 @@ impl WindowGrowth for CubicGrowth {
     fn on_ack(&mut self, now: Instant, w: &mut Window, acked: Bytes, srtt: Option<Duration>) {
         if w.in_slow_start() {
             // §4.10: RFC 5681 slow start, cwnd += min(N, L·SMSS) (RFC 3465).
-            self.region = CubicRegion::SlowStart;
-            self.epoch = None;
-            w.cwnd += acked.min(w.mss * u64::from(self.config.abc_limit_segments));
+            self.window.on_slow_start_ack();
+            w.cwnd += acked.min(w.mss * u64::from(self.abc_limit_segments));
             return;
         }
-        let mss = w.mss.get().max(1) as f64;
-        let cwnd = w.cwnd.get() as f64 / mss;
-        let acked_segments = acked.get() as f64 / mss;
-        let mut e = match self.epoch {
-            Some(e) => e,
-            None => self.begin_epoch(now, cwnd),
-        };
-        let t = (now - e.start).as_secs_f64();
-        // §4.2: "RTT is the smoothed round-trip time"; none yet (only without
-        // any sample, i.e. never after a loss) means the target is W_cubic(t).
-        let rtt = srtt.unwrap_or(Duration::ZERO).as_secs_f64();
-        // §4.3: W_est += α_cubic · segments_acked / cwnd (eq. 4 per ACK).
-        e.w_est += e.alpha * acked_segments / cwnd;
-        if self.cwnd_prior.is_none_or(|p| e.w_est >= p) {
-            // §4.3: "α_cubic SHOULD be set to 1 once W_est ≥ cwnd_prior".
-            e.alpha = 1.0;
-        }
-        let new_cwnd = if self.w_cubic(&e, t) < e.w_est {
-            // §4.3: in the Reno-friendly region cwnd = W_est. Never lowered
-            // on an ACK: cwnd may have passed W_est while tracking
-            // W_cubic(t + RTT) (our reading; the RFC is silent).
-            self.region = CubicRegion::RenoFriendly;
-            cwnd.max(e.w_est)
-        } else {
-            self.region = if cwnd < e.w_max {
-                CubicRegion::Concave // §4.4
-            } else {
-                CubicRegion::Convex // §4.5
-            };
-            // §4.2: target = W_cubic(t + RTT) clamped to [cwnd, 1.5·cwnd].
-            let target = self
-                .w_cubic(&e, t + rtt)
-                .clamp(cwnd, MAX_TARGET_RATIO * cwnd);
-            // §4.2: cwnd += (target − cwnd)/cwnd per acknowledged SMSS.
-            cwnd + (target - cwnd) / cwnd * acked_segments
-        };
-        self.epoch = Some(e);
-        // Add whole bytes, keeping the fraction for the next ACK.
-        let grow = (new_cwnd - cwnd) * mss + self.carry;
-        let whole = grow.floor().max(0.0);
-        self.carry = grow - whole;
-        w.cwnd += Bytes::new(whole as u64);
+        // §4.2–§4.5 in segments of SMSS; whole bytes added, the fraction kept.
+        w.cwnd += self.window.grow(now, w.cwnd, acked, w.mss, srtt);
     }
 
     fn ssthresh_after_loss(&mut self, _now: Instant, w: &Window, flight_size: Bytes) -> Bytes {
         let mss = w.mss.get().max(1) as f64;
-        let cwnd = w.cwnd.get() as f64 / mss;
-        // §4.7 fast convergence: a flow whose window shrank since the last
-        // event releases bandwidth: W_max = cwnd·(1 + β)/2; else W_max = cwnd.
-        self.w_max = Some(match self.w_max {
-            Some(w_max) if self.config.fast_convergence && cwnd < w_max => {
-                cwnd * (1.0 + self.config.beta) / 2.0
-            }
-            _ => cwnd,
-        });
-        // §4.6: cwnd_prior = cwnd (for §4.3's α switch).
-        self.cwnd_prior = Some(cwnd);
-        // A new congestion avoidance stage begins after recovery.
-        self.epoch = None;
-        self.carry = 0.0;
+        // §4.6 cwnd_prior and §4.7 W_max with fast convergence.
+        self.window.on_congestion_event(w.cwnd.get() as f64 / mss);
         // §4.6: ssthresh = flight_size · β_cubic, at least 2 SMSS.
-        let ssthresh = (flight_size.get() as f64 * self.config.beta) as u64;
+        let ssthresh = (flight_size.get() as f64 * self.beta) as u64;
         Bytes::new(ssthresh).max(w.mss * 2)
     }
 
     fn on_retransmission_timeout(&mut self, _now: Instant) {
         // §4.8: the next congestion avoidance stage uses K = 0 and
         // W_max = W_est = cwnd_epoch.
-        self.after_rto = true;
-        self.epoch = None;
-        self.carry = 0.0;
+        self.window.on_timeout();
     }
 }
 
