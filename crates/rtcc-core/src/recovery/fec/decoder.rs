@@ -126,7 +126,9 @@ impl FecDecoder {
                 self.cascade(pn);
             }
             Some(_) => {
-                let at = self.pending.partition_point(|r| r.first() <= repair.first());
+                let at = self
+                    .pending
+                    .partition_point(|r| r.first() <= repair.first());
                 self.pending.insert(at, *repair);
                 if self.pending.len() as u64 > self.window {
                     self.pending.pop_front();

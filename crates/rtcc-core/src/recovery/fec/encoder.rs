@@ -17,7 +17,7 @@ use crate::units::{Bytes, Probability};
 /// of one repair is what makes FEC expensive for small frames: a 7-packet
 /// frame at `factor` = 0.05 still gets one repair (14 %).
 pub fn repair_count(n: usize, factor: f64) -> usize {
-    if n == 0 || !(factor > 0.0) {
+    if n == 0 || factor.is_nan() || factor <= 0.0 {
         return 0;
     }
     // 1e-9 absorbs binary rounding of products such as 10 × 0.15 = 1.4999…;

@@ -2,7 +2,7 @@
 //! WebRTC FEC baselines of AutoRec's evaluation (`papers/autorec.txt` §VII-A,
 //! "AutoRec vs. FEC": WebRTC₁₄ and WebRTC_NOW), expressed over transport
 //! packet numbers like the QUIC FEC proposals (Michel, De Coninck,
-//! Bonaventure, "QUIC-FEC", IFIP Networking 2019, the paper's ref. [6]).
+//! Bonaventure, "QUIC-FEC", IFIP Networking 2019, the paper's ref. \[6\]).
 //!
 //! The transport is reliable: it retransmits every lost packet anyway. FEC
 //! adds *repair* packets so that a loss can be repaired at the receiver one
@@ -132,7 +132,9 @@ impl FecRepair {
     }
     /// True if packet number `pn` is one of the covered packets.
     pub fn covers(&self, pn: u64) -> bool {
-        pn >= self.first && pn - self.first < MAX_GROUP_SPAN && self.mask >> (pn - self.first) & 1 == 1
+        pn >= self.first
+            && pn - self.first < MAX_GROUP_SPAN
+            && self.mask >> (pn - self.first) & 1 == 1
     }
     /// The covered packet numbers, increasing.
     pub fn members(&self) -> impl Iterator<Item = u64> {
@@ -213,7 +215,11 @@ impl FecConfig {
 
     /// The protection factor (repairs per protected packet, in `[0, 1]`) of
     /// the configured policy at `loss` and `rtt`.
-    pub fn protection_factor(&self, loss: crate::units::Probability, rtt: crate::time::Duration) -> f64 {
+    pub fn protection_factor(
+        &self,
+        loss: crate::units::Probability,
+        rtt: crate::time::Duration,
+    ) -> f64 {
         self.policy.protection_factor(loss, rtt, self.loss_gain)
     }
 }

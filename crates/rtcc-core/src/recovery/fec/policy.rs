@@ -15,7 +15,7 @@
 //!   has been disabled (`adjustRtt = 1.0f`, "Disabling adjustment
 //!   temporarily") so above 20 ms the full factor is sent.
 //! - **WebRTC₁₄** (modest): `a(rtt) · f(p)` with the hybrid NACK/FEC RTT
-//!   adjustment `a` of Holmer et al. (ICIP 2013 §2–3.1, the paper's ref. [30])
+//!   adjustment `a` of Holmer et al. (ICIP 2013 §2–3.1, the paper's ref. \[30\])
 //!   and libwebrtc's `VCMNackFecMethod::ProtectionFactor`: NACK alone below
 //!   20 ms, FEC reduced where NACK can still repair in time, full FEC from
 //!   100 ms. See [`nack_rtt_adjustment`].

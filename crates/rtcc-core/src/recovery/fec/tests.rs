@@ -1,3 +1,8 @@
+#![expect(
+    clippy::float_cmp,
+    reason = "the policies return exact constants (0, 0.25, 0.3, 1) at the points compared"
+)]
+
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
@@ -430,11 +435,20 @@ fn loss_based_factor_floor_gain_and_cap() {
 
 #[test]
 fn policies_are_monotone_in_loss() {
-    for policy in [FecPolicy::WebRtc14, FecPolicy::WebRtcNow, FecPolicy::Fixed(0.3)] {
+    for policy in [
+        FecPolicy::WebRtc14,
+        FecPolicy::WebRtcNow,
+        FecPolicy::Fixed(0.3),
+    ] {
         for rtt in RTTS_MS {
             for w in LOSSES.windows(2) {
                 let (a, b) = (factor(policy, w[0], rtt), factor(policy, w[1], rtt));
-                assert!(a <= b, "{policy:?} rtt {rtt} ms: f({}) = {a} > f({}) = {b}", w[0], w[1]);
+                assert!(
+                    a <= b,
+                    "{policy:?} rtt {rtt} ms: f({}) = {a} > f({}) = {b}",
+                    w[0],
+                    w[1]
+                );
                 assert!((0.0..=1.0).contains(&b));
             }
         }
@@ -476,16 +490,26 @@ fn webrtc14_depends_on_rtt_as_designed() {
     // NACK only below 20 ms; full FEC from 100 ms; WebRTC_NOW ignores the RTT.
     assert_eq!(factor(FecPolicy::WebRtc14, 0.05, 10), 0.0);
     assert!(factor(FecPolicy::WebRtc14, 0.05, 30) > 0.0);
-    assert_eq!(factor(FecPolicy::WebRtc14, 0.05, 150), factor(FecPolicy::WebRtcNow, 0.05, 150));
-    assert_eq!(factor(FecPolicy::WebRtcNow, 0.05, 0), factor(FecPolicy::WebRtcNow, 0.05, 300));
+    assert_eq!(
+        factor(FecPolicy::WebRtc14, 0.05, 150),
+        factor(FecPolicy::WebRtcNow, 0.05, 150)
+    );
+    assert_eq!(
+        factor(FecPolicy::WebRtcNow, 0.05, 0),
+        factor(FecPolicy::WebRtcNow, 0.05, 300)
+    );
 }
 
 #[test]
 fn fixed_policy_clamps_and_config_validates() {
     assert_eq!(factor(FecPolicy::Fixed(0.3), 0.0, 0), 0.3);
     assert_eq!(factor(FecPolicy::Fixed(3.0), 0.0, 0), 1.0);
-    assert!(FecConfig::with_policy(FecPolicy::Fixed(1.5)).validate().is_err());
-    assert!(FecConfig::with_policy(FecPolicy::Fixed(f64::NAN)).validate().is_err());
+    assert!(FecConfig::with_policy(FecPolicy::Fixed(1.5))
+        .validate()
+        .is_err());
+    assert!(FecConfig::with_policy(FecPolicy::Fixed(f64::NAN))
+        .validate()
+        .is_err());
     let bad_gain = FecConfig {
         loss_gain: -1.0,
         ..FecConfig::default()
@@ -505,7 +529,10 @@ fn paper_setting_redundancy_webrtc14_below_webrtc_now() {
     // 4 Mbps at 60 fps ≈ 8.3 KB per frame ≈ 7 packets of 1200 B; 30 ms RTT.
     for loss in [0.005, 0.01, 0.05, 0.10] {
         let mut bytes = [0u64; 2];
-        for (k, policy) in [FecPolicy::WebRtc14, FecPolicy::WebRtcNow].into_iter().enumerate() {
+        for (k, policy) in [FecPolicy::WebRtc14, FecPolicy::WebRtcNow]
+            .into_iter()
+            .enumerate()
+        {
             let mut enc = FecEncoder::new(T0, FecConfig::with_policy(policy)).unwrap();
             enc.set_conditions(T0, p(loss), Duration::from_millis(30));
             for pn in 0..700u64 {
