@@ -100,10 +100,10 @@ pub const DEFAULT_LOSS_GAIN: f64 = 4.0;
 /// hybrid NACK/FEC"; `VCMNackFecMethod::ProtectionFactor` mode 1).
 pub const LOW_RTT_NACK: Duration = Duration::from_millis(20);
 
-/// RTT from which hybrid NACK/FEC sends the full FEC factor: the upper end of
-/// libwebrtc's RTT adjustment table, `kHighRttNackMs` = 100 ms
-/// (nack_fec_tables.h: "a sigmoid function, ranging from 0 to
-/// kHighRttNackMs (100)").
+/// RTT from which hybrid NACK/FEC sends the full FEC factor: the end of
+/// libwebrtc's RTT adjustment table `VCMNackFecTable` (nack_fec_tables.h: "a
+/// sigmoid function, ranging from 0 to 100", 100 entries indexed by the RTT
+/// in ms; older copies call the bound `kHighRttNackMs` (100)).
 pub const HIGH_RTT_NACK: Duration = Duration::from_millis(100);
 
 /// Centre of our logistic RTT adjustment: 37 ms, where libwebrtc's
