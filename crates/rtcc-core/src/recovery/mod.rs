@@ -28,9 +28,11 @@
 //! Not yet a scheme: [`autorec`] holds the transport-independent parts of
 //! AutoRec (its Redundancy Adapter and reinjection queue), waiting for the
 //! reliable transport they plug into.
+//! [`fec`]: XOR FEC over transport packet numbers (WebRTC₁₄/WebRTC_NOW baselines), not a scheme yet.
 
 pub mod arq;
 pub mod autorec;
+pub mod fec;
 
 use crate::feedback::Nack;
 use crate::media::packetizer::MediaPacket;
@@ -38,6 +40,7 @@ use crate::packet::{FeedbackReport, PacketKind};
 use crate::time::{Duration, Instant};
 
 pub use arq::{Arq, ArqConfig, NackRequester, NackStats};
+pub use fec::{FecConfig, FecDecoder, FecEncoder, FecPolicy, FecRepair};
 
 /// Media sequence number: the RTP sequence number of the media stream,
 /// unwrapped to 64 bits by the sender (one per media packet, in send order;
