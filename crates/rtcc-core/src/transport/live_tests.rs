@@ -10,6 +10,7 @@ use crate::cc::{CcConfig, FixedConfig};
 use crate::media::encoder::EncodedFrame;
 use crate::media::frame::FrameType;
 use crate::recovery::autorec::AutoRecConfig;
+use crate::recovery::fec::{FecConfig, FecPolicy};
 use crate::rng;
 use crate::time::{Duration, Instant};
 use crate::transport::ack::{AckFrame, AckRange};
@@ -61,8 +62,15 @@ impl Harness {
         seed: u64,
     ) -> Self {
         Harness {
-            sender: TransportSender::new(Instant::ZERO, config).expect("valid config"),
-            receiver: TransportReceiver::new(TransportReceiverConfig::default()),
+            sender: TransportSender::new(Instant::ZERO, config.clone()).expect("valid config"),
+            receiver: TransportReceiver::new(TransportReceiverConfig {
+                fec: match &config.recovery {
+                    RecoveryScheme::Fec(c) => Some(c.clone()),
+                    _ => None,
+                },
+                ..TransportReceiverConfig::default()
+            })
+            .expect("valid receiver config"),
             rate: link,
             delay: rtt / 2,
             loss,
@@ -184,6 +192,13 @@ impl Harness {
             while self.fwd.front().is_some_and(|&(t, _)| t <= now) {
                 let (_, d) = self.fwd.pop_front().expect("front exists");
                 self.receiver.on_datagram(now, d.pn, &d.payload);
+                while let Some(pn) = self.receiver.poll_recovered() {
+                    let content = self
+                        .sender
+                        .content_of(pn)
+                        .expect("recent packet in the log");
+                    self.receiver.on_recovered(now, pn, &content);
+                }
             }
             while self.rev.front().is_some_and(|&(t, _)| t <= now) {
                 let (_, a) = self.rev.pop_front().expect("front exists");
@@ -259,8 +274,12 @@ fn exactly_once_under_loss_for_every_scheme_and_controller() {
     // The reliability requirement: every byte exactly once, in
     // order, including at 50 % loss.
     for (loss, seed) in [(0.05, 3u64), (0.2, 4), (0.5, 5)] {
-        for cc in ["bbr", "copa"] {
-            for recovery in [RecoveryScheme::Rtx, autorec(AutoRecConfig::default())] {
+        for cc in ["bbr", "copa", "cubic"] {
+            for recovery in [
+                RecoveryScheme::Rtx,
+                autorec(AutoRecConfig::default()),
+                RecoveryScheme::Fec(FecConfig::default()),
+            ] {
                 let name = recovery.name();
                 let mut h = Harness::new(
                     cfg(cc, recovery),
@@ -408,7 +427,7 @@ fn ack(ranges: &[(u64, u64)]) -> AckFrame {
 fn data_of(d: &Datagram) -> (u64, CopyKind) {
     match d.payload {
         Payload::Data { id, copy, .. } => (id, copy),
-        Payload::Ping => panic!("expected data"),
+        _ => panic!("expected data"),
     }
 }
 
@@ -569,7 +588,7 @@ fn pto_sends_probes_past_the_window() {
 
 #[test]
 fn receiver_acks_every_second_packet_and_at_once_on_a_gap() {
-    let mut r = TransportReceiver::new(TransportReceiverConfig::default());
+    let mut r = TransportReceiver::new(TransportReceiverConfig::default()).expect("valid");
     let p = Payload::Ping;
     r.on_datagram(at(0), 0, &p);
     assert!(r.poll_ack(at(0)).is_none(), "one packet: wait");
@@ -591,7 +610,7 @@ fn receiver_acks_every_second_packet_and_at_once_on_a_gap() {
 
 #[test]
 fn receiver_delivers_in_order_once() {
-    let mut r = TransportReceiver::new(TransportReceiverConfig::default());
+    let mut r = TransportReceiver::new(TransportReceiverConfig::default()).expect("valid");
     let mut s = hand_sender(RecoveryScheme::Rtx);
     s.on_frame(at(0), &frame(0, 3, at(0)));
     let d = drain(&mut s, at(0));
@@ -648,4 +667,49 @@ fn playback_deadline_misses_and_freezes() {
     assert_eq!(s.playback_time(), ms(1620));
     assert!((s.frozen_fraction() - 333.0 / 1620.0).abs() < 1e-9);
     assert!((s.deadline_miss_rate() - 2.0 / 42.0).abs() < 1e-12);
+}
+
+#[test]
+fn fec_repairs_rebuild_lost_packets_and_spare_retransmissions() {
+    let run = |recovery: RecoveryScheme| {
+        let mut h = Harness::new(
+            cfg("bbr", recovery),
+            Bitrate::bps(12_000_000),
+            ms(30),
+            0.01,
+            21,
+        );
+        h.stream_rate = Bitrate::bps(4_000_000);
+        h.fps = 60;
+        h.stop = at(20_000);
+        h.run(at(120_000));
+        h.assert_exactly_once();
+        h
+    };
+    let rtx = run(RecoveryScheme::Rtx);
+    let now = run(RecoveryScheme::Fec(FecConfig::with_policy(
+        FecPolicy::WebRtcNow,
+    )));
+    let old = run(RecoveryScheme::Fec(FecConfig::with_policy(
+        FecPolicy::WebRtc14,
+    )));
+    let rec = now.receiver.stats().fec_recovered;
+    assert!(rec > 0, "FEC rebuilt packets");
+    assert!(now.sender.stats().repairs_sent > 0);
+    // Rebuilt packets are acknowledged: fewer retransmissions than plain ARQ.
+    assert!(
+        now.sender.stats().retransmissions_sent < rtx.sender.stats().retransmissions_sent,
+        "{} vs {}",
+        now.sender.stats().retransmissions_sent,
+        rtx.sender.stats().retransmissions_sent
+    );
+    // WebRTC_NOW is the more aggressive: more repair bytes than WebRTC_14.
+    assert!(now.sender.stats().repair_bytes > old.sender.stats().repair_bytes);
+    // And it misses fewer deadlines than plain ARQ.
+    assert!(
+        now.receiver.playback().deadline_misses <= rtx.receiver.playback().deadline_misses,
+        "{} vs {}",
+        now.receiver.playback().deadline_misses,
+        rtx.receiver.playback().deadline_misses
+    );
 }

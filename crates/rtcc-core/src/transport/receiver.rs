@@ -23,6 +23,14 @@
 //! is dropped as a duplicate; its datum is retransmitted by the sender, which
 //! never saw it acknowledged.
 //!
+//! **FEC.** With [`fec`](TransportReceiverConfig::fec) set, every packet
+//! number received and every repair go to an XOR [`FecDecoder`]; a packet it
+//! rebuilds is reported by [`TransportReceiver::poll_recovered`], and the
+//! driver hands its content back with [`TransportReceiver::on_recovered`]
+//! (the simulator looks it up in the sender's log: XOR recovery reproduces
+//! the packet's bytes exactly). A recovered packet is acknowledged like a
+//! received one, so the sender does not retransmit it.
+//!
 //! **Exactly once.** Data are delivered to the application in id order
 //! (the stream's byte order); a datum that arrives again (a replica, a
 //! retransmission of a datum whose earlier copy was late) is counted and
@@ -33,6 +41,7 @@ use std::collections::VecDeque;
 
 use crate::media::packetizer::MediaPacket;
 use crate::recovery::autorec::DataId;
+use crate::recovery::fec::{FecConfig, FecDecoder, FecDecoderStats};
 use crate::time::{Duration, Instant};
 use crate::transport::ack::{AckFrame, AckTracker, PacketNumber, Received};
 use crate::transport::playback::{Playback, PlaybackConfig, PlaybackStats};
@@ -41,7 +50,7 @@ use crate::transport::wire::Payload;
 use crate::units::Bytes;
 
 /// Configuration of a [`TransportReceiver`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TransportReceiverConfig {
     /// Longest an ACK is held back (RFC 9000 §18.2 default 25 ms).
     pub max_ack_delay: Duration,
@@ -51,6 +60,8 @@ pub struct TransportReceiverConfig {
     pub max_ack_ranges: usize,
     /// Frame rendering.
     pub playback: PlaybackConfig,
+    /// Decode XOR repairs (the sender runs FEC); its window is the decoder's.
+    pub fec: Option<FecConfig>,
 }
 
 impl Default for TransportReceiverConfig {
@@ -60,6 +71,7 @@ impl Default for TransportReceiverConfig {
             ack_eliciting_threshold: 2,
             max_ack_ranges: AckTracker::DEFAULT_MAX_RANGES,
             playback: PlaybackConfig::default(),
+            fec: None,
         }
     }
 }
@@ -79,6 +91,8 @@ pub struct TransportReceiverStats {
     pub payload_delivered: u64,
     /// ACK frames built.
     pub acks_sent: u64,
+    /// Packets rebuilt from FEC repairs and delivered.
+    pub fec_recovered: u64,
     /// Malformed payloads dropped (a datum id that contradicts its frame
     /// description can't be checked here; reserved for the real transport).
     pub malformed: u64,
@@ -100,6 +114,7 @@ pub struct TransportReceiver {
     /// Data `next_deliver ..` that arrived ahead of a gap.
     ahead: VecDeque<Option<MediaPacket>>,
     playback: Playback,
+    fec: Option<FecDecoder>,
     stats: TransportReceiverStats,
     digest: u64,
     /// Last time the range memory was trimmed (ranges count).
@@ -125,9 +140,16 @@ pub fn digest_step(h: u64, id: DataId, m: &MediaPacket) -> u64 {
 }
 
 impl TransportReceiver {
-    /// An empty receiver.
-    pub fn new(config: TransportReceiverConfig) -> Self {
-        TransportReceiver {
+    /// An empty receiver. Fails only on an invalid FEC configuration.
+    pub fn new(
+        config: TransportReceiverConfig,
+    ) -> Result<Self, crate::recovery::fec::FecConfigError> {
+        let fec = match &config.fec {
+            Some(c) => Some(FecDecoder::new(Instant::ZERO, c)?),
+            None => None,
+        };
+        Ok(TransportReceiver {
+            fec,
             tracker: AckTracker::new(config.max_ack_ranges),
             playback: Playback::new(config.playback),
             config,
@@ -139,6 +161,34 @@ impl TransportReceiver {
             stats: TransportReceiverStats::default(),
             digest: DIGEST_INIT,
             last_now: Instant::ZERO,
+        })
+    }
+
+    /// FEC decoder counters, when FEC runs.
+    pub fn fec_stats(&self) -> Option<FecDecoderStats> {
+        self.fec.as_ref().map(FecDecoder::stats)
+    }
+
+    /// A packet number the FEC decoder rebuilt; hand its content to
+    /// [`on_recovered`](Self::on_recovered).
+    pub fn poll_recovered(&mut self) -> Option<PacketNumber> {
+        self.fec.as_mut()?.poll_recovered()
+    }
+
+    /// The content of a packet rebuilt by FEC: it counts as received
+    /// (acknowledged) and its datum is delivered. Ignored if the packet
+    /// arrived meanwhile.
+    pub fn on_recovered(&mut self, now: Instant, pn: PacketNumber, payload: &Payload) {
+        if self.tracker.on_packet_received(now, pn) == Received::Duplicate {
+            return;
+        }
+        self.stats.fec_recovered += 1;
+        self.unacked += 1;
+        if self.ack_due.is_none() {
+            self.ack_due = Some(now + self.config.max_ack_delay);
+        }
+        if let Payload::Data { id, media, .. } = *payload {
+            self.on_data(now, id, media);
         }
     }
 
@@ -180,6 +230,12 @@ impl TransportReceiver {
         }
         if self.ack_due.is_none() {
             self.ack_due = Some(now + self.config.max_ack_delay);
+        }
+        if let Some(f) = &mut self.fec {
+            f.on_packet_received(now, pn);
+            if let Payload::Repair(r) = payload {
+                f.on_repair_received(now, r);
+            }
         }
         if let Payload::Data { id, media, .. } = *payload {
             self.on_data(now, id, media);

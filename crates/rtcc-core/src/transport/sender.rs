@@ -23,9 +23,17 @@
 //! in the network). An acknowledgement of any copy completes the datum and
 //! ends its loss tracking.
 //!
+//! **FEC** ([`RecoveryScheme::Fec`], the WebRTC-style baselines of §VII-A):
+//! every data packet is reported to an XOR [`FecEncoder`], whose groups close
+//! at the end of each frame; its repair packets are ack-eliciting, count in
+//! flight and are paid from the controller's budget. The protection factor
+//! follows a smoothed loss rate (an EWMA over resolved packets,
+//! [`FEC_LOSS_GAIN`]) and the smoothed RTT. A receiver that rebuilds a lost
+//! packet acknowledges it like a received one, so ARQ does not resend it.
+//!
 //! **What goes first** when the pacer and the window allow a packet: PTO
 //! probes (which ignore both, RFC 9002 §7.5), ARQ retransmissions (oldest
-//! loss first), AutoRec's opportunistic reinjection when a datum's silence
+//! loss first), FEC repairs, AutoRec's opportunistic reinjection when a datum's silence
 //! exceeds `T_thres` (§V-B: "regardless of whether the off-mode is entered
 //! or not"), new data, and in off-mode AutoRec's off-mode reinjection.
 //!
@@ -50,6 +58,7 @@ use crate::recovery::autorec::{
     reinjection_threshold, AutoRecConfig, AutoRecConfigError, DataId, IntervalReport,
     RedundancyAdapter, ReinjectionQueue,
 };
+use crate::recovery::fec::{FecConfig, FecConfigError, FecEncoder};
 use crate::time::{Duration, Instant};
 use crate::transport::ack::{AckFrame, PacketNumber};
 use crate::transport::loss::{
@@ -57,7 +66,13 @@ use crate::transport::loss::{
 };
 use crate::transport::metrics::RecoveryMetrics;
 use crate::transport::wire::{CopyKind, Datagram, Payload, MAX_CHUNK, PACKET_OVERHEAD, PING_SIZE};
-use crate::units::{Bitrate, Bytes};
+use crate::units::{Bitrate, Bytes, Probability};
+
+/// Weight of one resolved packet in the loss-rate estimate FEC protects
+/// against: 1/1024, about one second of packets at 10 Mbps. libwebrtc feeds
+/// its FEC the RTCP receiver report's loss fraction (one value per report
+/// interval, ~1 s) after filtering; ours is the per-packet equivalent.
+pub const FEC_LOSS_GAIN: f64 = 1.0 / 1024.0;
 
 /// Packets whose content the sender can still tell ([`TransportSender::content_of`])
 /// after they left flight: enough for a receiver-side repair of any recent
@@ -98,6 +113,8 @@ pub enum RecoveryScheme {
     Rtx,
     /// ARQ plus AutoRec's reinjection (§IV–§V).
     AutoRec(AutoRecSettings),
+    /// ARQ plus XOR FEC ([`crate::recovery::fec`]).
+    Fec(FecConfig),
 }
 
 impl RecoveryScheme {
@@ -106,6 +123,7 @@ impl RecoveryScheme {
         match self {
             RecoveryScheme::Rtx => "rtx",
             RecoveryScheme::AutoRec(_) => "autorec",
+            RecoveryScheme::Fec(_) => "fec",
         }
     }
 }
@@ -156,6 +174,9 @@ pub enum TransportConfigError {
         /// The maximum.
         max: u32,
     },
+    /// FEC settings out of range.
+    #[error("fec: {0}")]
+    Fec(#[from] FecConfigError),
     /// A zero chunk size.
     #[error("packetizer mtu must be at least one byte")]
     ZeroChunk,
@@ -190,6 +211,10 @@ pub struct TransportSenderStats {
     pub reinjections_off_mode: u64,
     /// Replicas sent opportunistically in on-mode.
     pub reinjections_opportunistic: u64,
+    /// FEC repair packets.
+    pub repairs_sent: u64,
+    /// Their bytes.
+    pub repair_bytes: u64,
     /// PTO probe packets (data or PING).
     pub probes_sent: u64,
     /// Their bytes.
@@ -263,6 +288,9 @@ pub struct TransportSender {
     log_base: PacketNumber,
     next_pn: PacketNumber,
     autorec: Option<AutoRecState>,
+    fec: Option<FecEncoder>,
+    /// Smoothed loss rate for FEC ([`FEC_LOSS_GAIN`]).
+    fec_loss: f64,
     report: FeedbackReport,
     stats: TransportSenderStats,
     metrics: RecoveryMetrics,
@@ -311,8 +339,12 @@ impl TransportSender {
         if config.packetizer.mtu.is_zero() {
             return Err(TransportConfigError::ZeroChunk);
         }
+        let fec = match &config.recovery {
+            RecoveryScheme::Fec(c) => Some(FecEncoder::new(now, c.clone())?),
+            _ => None,
+        };
         let autorec = match &config.recovery {
-            RecoveryScheme::Rtx => None,
+            RecoveryScheme::Rtx | RecoveryScheme::Fec(_) => None,
             RecoveryScheme::AutoRec(s) => {
                 if let Some(level) = s.fixed_level {
                     if level > s.config.max_redundancy_level {
@@ -350,6 +382,8 @@ impl TransportSender {
             log_base: 0,
             next_pn: 0,
             autorec,
+            fec,
+            fec_loss: 0.0,
             report: FeedbackReport::default(),
             stats: TransportSenderStats::default(),
             metrics: RecoveryMetrics::default(),
@@ -406,10 +440,17 @@ impl TransportSender {
         self.data.is_empty()
     }
 
-    /// The off-mode signal (§III-B): nothing new to send and nothing to
-    /// retransmit.
+    /// The off-mode signal (§III-B): nothing new to send, nothing to
+    /// retransmit, no repair waiting.
     pub fn is_off_mode(&self) -> bool {
-        self.next_new == self.data_base + self.data.len() as u64 && self.retx.is_empty()
+        self.next_new == self.data_base + self.data.len() as u64
+            && self.retx.is_empty()
+            && !self.fec.as_ref().is_some_and(FecEncoder::has_repair)
+    }
+
+    /// The FEC encoder, when FEC runs.
+    pub fn fec(&self) -> Option<&FecEncoder> {
+        self.fec.as_ref()
     }
 
     /// What packet `pn` carried, if it is still in the log (the last
@@ -557,20 +598,32 @@ impl TransportSender {
             }
             return Some(self.send_datum(now, id, CopyKind::Retransmission));
         }
-        // 2. Opportunistic reinjection (on-mode, silence > T_thres).
+        // 2. FEC repairs.
+        if let Some(r) = self.fec.as_mut().and_then(|f| f.poll_repair(now)) {
+            self.stats.repairs_sent += 1;
+            self.stats.repair_bytes += r.size().get();
+            return Some(self.send_packet(
+                now,
+                r.size(),
+                Payload::Repair(r),
+                PacketKind::Fec,
+                NO_DATUM,
+            ));
+        }
+        // 3. Opportunistic reinjection (on-mode, silence > T_thres).
         if !off_mode {
             if let Some(id) = self.reinject(now, false) {
                 self.stats.reinjections_opportunistic += 1;
                 return Some(self.send_datum(now, id, CopyKind::Reinjection));
             }
         }
-        // 3. New data.
+        // 4. New data.
         if self.next_new < self.data_base + self.data.len() as u64 {
             let id = self.next_new;
             self.next_new += 1;
             return Some(self.send_datum(now, id, CopyKind::Original));
         }
-        // 4. Off-mode reinjection.
+        // 5. Off-mode reinjection.
         self.stats.off_mode_polls += 1;
         let id = self.reinject(now, true)?;
         self.stats.reinjections_off_mode += 1;
@@ -768,7 +821,7 @@ impl TransportSender {
                 copy == CopyKind::Original && media.index == 0,
                 copy == CopyKind::Original && media.last_in_frame,
             ),
-            Payload::Ping => (None, false, false),
+            Payload::Ping | Payload::Repair(_) => (None, false, false),
         };
         let sent = SentPacket {
             seq: pn,
@@ -785,6 +838,10 @@ impl TransportSender {
         }
         self.log.push_back(PnRecord { sent, payload });
         self.trim_log();
+        if let (Some(f), Payload::Data { media, copy, .. }) = (self.fec.as_mut(), payload) {
+            let end_of_frame = copy == CopyKind::Original && media.last_in_frame;
+            f.on_packet_sent(now, pn, size, end_of_frame);
+        }
         self.cc.on_packet_sent(now, &sent);
         self.pacer.on_sent(now, size);
         self.pacer.set_budget(now, self.cc.send_budget());
@@ -815,6 +872,7 @@ impl TransportSender {
 
     fn on_packet_acked(&mut self, now: Instant, p: &TransportPacket) {
         self.stats.packets_acked += 1;
+        self.fec_loss -= FEC_LOSS_GAIN * self.fec_loss;
         if let Some(a) = &mut self.autorec {
             a.adapter.on_packet_acked(now);
         }
@@ -848,6 +906,7 @@ impl TransportSender {
 
     fn on_packet_lost(&mut self, now: Instant, l: &LostPacket) {
         self.stats.packets_lost += 1;
+        self.fec_loss += FEC_LOSS_GAIN * (1.0 - self.fec_loss);
         if let Some(a) = &mut self.autorec {
             a.adapter.on_packet_lost(now, l.detection_time);
         }
@@ -877,6 +936,10 @@ impl TransportSender {
 
     fn after_event(&mut self, now: Instant) {
         self.decide(now);
+        if let Some(f) = &mut self.fec {
+            let rtt = self.loss.rtt().smoothed_rtt();
+            f.set_conditions(now, Probability::saturating(self.fec_loss), rtt);
+        }
         self.pacer.set_budget(now, self.cc.send_budget());
     }
 

@@ -5,6 +5,7 @@
 
 use crate::media::packetizer::MediaPacket;
 use crate::recovery::autorec::DataId;
+use crate::recovery::fec::FecRepair;
 use crate::time::Instant;
 use crate::transport::ack::PacketNumber;
 use crate::units::Bytes;
@@ -75,6 +76,9 @@ pub enum Payload {
     },
     /// A PING frame only (a PTO probe with nothing to retransmit).
     Ping,
+    /// An XOR repair packet ([`crate::recovery::fec`]): which packet numbers
+    /// it covers.
+    Repair(FecRepair),
 }
 
 /// One transport packet leaving the sender.
