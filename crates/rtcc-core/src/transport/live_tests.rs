@@ -65,7 +65,7 @@ impl Harness {
             sender: TransportSender::new(Instant::ZERO, config.clone()).expect("valid config"),
             receiver: TransportReceiver::new(TransportReceiverConfig {
                 fec: match &config.recovery {
-                    RecoveryScheme::Fec(c) => Some(c.clone()),
+                    RecoveryScheme::Fec(c) => Some(*c),
                     _ => None,
                 },
                 ..TransportReceiverConfig::default()

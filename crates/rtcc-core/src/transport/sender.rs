@@ -340,7 +340,7 @@ impl TransportSender {
             return Err(TransportConfigError::ZeroChunk);
         }
         let fec = match &config.recovery {
-            RecoveryScheme::Fec(c) => Some(FecEncoder::new(now, c.clone())?),
+            RecoveryScheme::Fec(c) => Some(FecEncoder::new(now, *c)?),
             _ => None,
         };
         let autorec = match &config.recovery {
