@@ -25,10 +25,11 @@
 //!   the receiver, RFC 4588 retransmission from the sender), with the
 //!   receiver's half in [`arq::NackRequester`].
 //!
-//! Not yet a scheme: [`autorec`] holds the transport-independent parts of
-//! AutoRec (its Redundancy Adapter and reinjection queue), waiting for the
-//! reliable transport they plug into.
-//! [`fec`]: XOR FEC over transport packet numbers (WebRTC₁₄/WebRTC_NOW baselines), not a scheme yet.
+//! AutoRec ([`autorec`]) and XOR FEC ([`fec`]) run on the QUIC-like reliable
+//! transport ([`crate::transport`]), whose schemes are chosen with
+//! [`crate::transport::RecoveryScheme`] rather than this enum: their inputs
+//! are that transport's packet numbers, acknowledgements and losses, not the
+//! RTP session's NACKs.
 
 pub mod arq;
 pub mod autorec;

@@ -18,9 +18,10 @@
 //! - [`reinjection`]: the reinjection queue and status table (§V-B):
 //!   [`ReinjectionQueue`], off-mode and opportunistic reinjection.
 //!
-//! Not here yet: the reliable transport itself, its wiring as a
-//! [`crate::recovery::LossRecovery`] scheme, and the ARQ/FEC baselines and
-//! scenarios of the paper's evaluation (see `docs/algorithms/autorec.md`).
+//! The reliable transport that drives them is
+//! [`crate::transport::TransportSender`] with
+//! [`crate::transport::RecoveryScheme::AutoRec`] (see
+//! `docs/algorithms/autorec.md`).
 //!
 //! ## How a transport drives it
 //!
