@@ -190,6 +190,9 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             m.insert("cc".into(), json!(f.cc));
         }
         let media_like = matches!(f.kind, FlowKind::Media | FlowKind::MultipathMedia);
+        if let Some(live) = &f.live {
+            m.insert("live".into(), live.to_json());
+        }
         if let (true, Some(media)) = (media_like, f.media) {
             m.insert(
                 "media_bitrate_kbps".into(),
@@ -226,6 +229,10 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             if let Some(mp) = &f.mp {
                 multipath_json(&mut m, world, mp);
             }
+        }
+        // The controller's estimate against the bottleneck: media, multipath
+        // and live flows.
+        if media_like || f.kind == FlowKind::Live {
             if f.accuracy_n > 0 {
                 m.insert(
                     "bw_estimate_accuracy".into(),
