@@ -461,6 +461,10 @@ impl Keys<'_> {
     /// message lists `allowed` in the given order.
     pub(crate) fn check(&self, allowed: &[&str]) -> Result<(), String> {
         match self.table.keys().find(|k| !allowed.contains(&k.as_str())) {
+            Some(k) if allowed.is_empty() => Err(format!(
+                "unknown key `{k}` for {} \"{}\" (it takes no keys)",
+                self.what, self.name
+            )),
             Some(k) => Err(format!(
                 "unknown key `{k}` for {} \"{}\" (allowed: {})",
                 self.what,

@@ -690,7 +690,7 @@ mod tests {
         assert_eq!(
             scheme("rtx", "alpha = \"10ms\""),
             Err(RecoveryKeyError::Table(
-                "unknown key `alpha` for recovery \"rtx\" (allowed: )".into()
+                "unknown key `alpha` for recovery \"rtx\" (it takes no keys)".into()
             ))
         );
     }
@@ -842,6 +842,6 @@ mod tests {
             }
         );
         assert_eq!(s.total().packets, 7);
-        assert_eq!(s.total().bytes, 4 * 1063 + PING_SIZE.get() + 1100 + 1063);
+        assert_eq!(s.total().bytes, 5 * 1063 + PING_SIZE.get() + 1100);
     }
 }
