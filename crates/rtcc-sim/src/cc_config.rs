@@ -31,7 +31,8 @@ pub(crate) fn cc_config(
 ) -> Result<CcConfig, String> {
     let empty = toml::Table::new();
     let k = Keys {
-        cc: name,
+        what: "cc",
+        name,
         table: table.unwrap_or(&empty),
     };
     match name {
@@ -442,23 +443,32 @@ fn set<T>(slot: &mut T, value: Option<T>) {
     }
 }
 
-/// A typed reader over one flow's `[flow.cc_config]` table. Each getter
-/// returns `Ok(None)` for an absent key and an error naming the key for a
-/// value of the wrong type or range.
-struct Keys<'a> {
-    /// The controller's name, for the unknown-key message.
-    cc: &'a str,
-    table: &'a toml::Table,
+/// A typed reader over one flow's `[flow.cc_config]` (or
+/// `[flow.recovery_config]`) table. Each getter returns `Ok(None)` for an
+/// absent key and an error naming the key for a value of the wrong type or
+/// range.
+pub(crate) struct Keys<'a> {
+    /// What the table configures ("cc", "recovery"), for the unknown-key message.
+    pub(crate) what: &'a str,
+    /// The controller's (or scheme's) name, for the unknown-key message.
+    pub(crate) name: &'a str,
+    /// The table.
+    pub(crate) table: &'a toml::Table,
 }
 
 impl Keys<'_> {
     /// An error for the first key (in table order) not in `allowed`; the
     /// message lists `allowed` in the given order.
-    fn check(&self, allowed: &[&str]) -> Result<(), String> {
+    pub(crate) fn check(&self, allowed: &[&str]) -> Result<(), String> {
         match self.table.keys().find(|k| !allowed.contains(&k.as_str())) {
+            Some(k) if allowed.is_empty() => Err(format!(
+                "unknown key `{k}` for {} \"{}\" (it takes no keys)",
+                self.what, self.name
+            )),
             Some(k) => Err(format!(
-                "unknown key `{k}` for cc \"{}\" (allowed: {})",
-                self.cc,
+                "unknown key `{k}` for {} \"{}\" (allowed: {})",
+                self.what,
+                self.name,
                 allowed.join(", ")
             )),
             None => Ok(()),
@@ -467,7 +477,10 @@ impl Keys<'_> {
 
     /// The start, min and max bitrate: the encoder's, each replaced by its
     /// key if given (read in that order).
-    fn bounds(&self, enc: &ParametricEncoderConfig) -> Result<(Bitrate, Bitrate, Bitrate), String> {
+    pub(crate) fn bounds(
+        &self,
+        enc: &ParametricEncoderConfig,
+    ) -> Result<(Bitrate, Bitrate, Bitrate), String> {
         Ok((
             self.rate("start_bitrate")?.unwrap_or(enc.start_bitrate),
             self.rate("min_bitrate")?.unwrap_or(enc.min_bitrate),
@@ -476,23 +489,23 @@ impl Keys<'_> {
     }
 
     /// A bitrate string such as "1Mbps".
-    fn rate(&self, k: &str) -> Result<Option<Bitrate>, String> {
+    pub(crate) fn rate(&self, k: &str) -> Result<Option<Bitrate>, String> {
         self.parsed(k, "a bitrate string such as \"1Mbps\"")
     }
 
     /// A duration string such as "20ms".
-    fn duration(&self, k: &str) -> Result<Option<Duration>, String> {
+    pub(crate) fn duration(&self, k: &str) -> Result<Option<Duration>, String> {
         self.parsed(k, "a duration string such as \"20ms\"")
     }
 
     /// A size string such as "2KB".
-    fn bytes(&self, k: &str) -> Result<Option<Bytes>, String> {
+    pub(crate) fn bytes(&self, k: &str) -> Result<Option<Bytes>, String> {
         self.parsed(k, "a size string such as \"2KB\"")
     }
 
     /// A string parsed as `T`; `what` describes the expected value for a
     /// non-string, `T`'s parse error explains a bad string.
-    fn parsed<T>(&self, k: &str, what: &str) -> Result<Option<T>, String>
+    pub(crate) fn parsed<T>(&self, k: &str, what: &str) -> Result<Option<T>, String>
     where
         T: FromStr,
         T::Err: Display,
@@ -507,7 +520,11 @@ impl Keys<'_> {
     }
 
     /// One of the strings of `choices`, as its value.
-    fn choice<T: Copy>(&self, k: &str, choices: &[(&str, T)]) -> Result<Option<T>, String> {
+    pub(crate) fn choice<T: Copy>(
+        &self,
+        k: &str,
+        choices: &[(&str, T)],
+    ) -> Result<Option<T>, String> {
         let Some(v) = self.table.get(k) else {
             return Ok(None);
         };
@@ -528,12 +545,12 @@ impl Keys<'_> {
     }
 
     /// Any number, integer or float.
-    fn number(&self, k: &str) -> Result<Option<f64>, String> {
+    pub(crate) fn number(&self, k: &str) -> Result<Option<f64>, String> {
         self.num_where(k, |_| true, "a number")
     }
 
     /// A number in `[lo, hi]`.
-    fn num(&self, k: &str, lo: f64, hi: f64) -> Result<Option<f64>, String> {
+    pub(crate) fn num(&self, k: &str, lo: f64, hi: f64) -> Result<Option<f64>, String> {
         self.num_where(
             k,
             |x| (lo..=hi).contains(&x),
@@ -543,7 +560,7 @@ impl Keys<'_> {
 
     /// A number (integer or float) that `accept` takes; `what` describes the
     /// accepted ones.
-    fn num_where(
+    pub(crate) fn num_where(
         &self,
         k: &str,
         accept: impl Fn(f64) -> bool,
@@ -561,7 +578,7 @@ impl Keys<'_> {
     }
 
     /// A non-negative integer that fits `T`.
-    fn count<T: TryFrom<u64>>(&self, k: &str) -> Result<Option<T>, String> {
+    pub(crate) fn count<T: TryFrom<u64>>(&self, k: &str) -> Result<Option<T>, String> {
         match self.table.get(k) {
             None => Ok(None),
             Some(v) => v
@@ -574,7 +591,7 @@ impl Keys<'_> {
     }
 
     /// `true` or `false`.
-    fn flag(&self, k: &str) -> Result<Option<bool>, String> {
+    pub(crate) fn flag(&self, k: &str) -> Result<Option<bool>, String> {
         match self.table.get(k) {
             None => Ok(None),
             Some(v) => v
@@ -606,7 +623,11 @@ mod tests {
     /// Runs `read` on a reader over `text` for cc "x".
     fn read<T>(text: &str, read: impl Fn(&Keys) -> Result<T, String>) -> Result<T, String> {
         let t = table(text);
-        read(&Keys { cc: "x", table: &t })
+        read(&Keys {
+            what: "cc",
+            name: "x",
+            table: &t,
+        })
     }
 
     #[test]

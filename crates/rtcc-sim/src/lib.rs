@@ -18,6 +18,7 @@ mod cc_config;
 mod encoder;
 pub mod engine;
 pub mod link;
+mod live;
 pub mod metrics;
 pub mod output;
 pub mod scenario;

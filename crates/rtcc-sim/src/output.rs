@@ -190,6 +190,9 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             m.insert("cc".into(), json!(f.cc));
         }
         let media_like = matches!(f.kind, FlowKind::Media | FlowKind::MultipathMedia);
+        if let Some(live) = &f.live {
+            m.insert("live".into(), live.to_json());
+        }
         if let (true, Some(media)) = (media_like, f.media) {
             m.insert(
                 "media_bitrate_kbps".into(),
@@ -226,25 +229,27 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             if let Some(mp) = &f.mp {
                 multipath_json(&mut m, world, mp);
             }
-            if f.accuracy_n > 0 {
-                m.insert(
-                    "bw_estimate_accuracy".into(),
-                    json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0),
-                );
-                m.insert(
-                    "target_kbps_mean".into(),
-                    json!(round3(f.target_sum / f.accuracy_n as f64 / 1000.0)),
-                );
-                let n = f.accuracy_n as f64;
-                let states: Map<String, Value> = f
-                    .states
-                    .iter()
-                    .map(|(name, k)| ((*name).to_string(), json!(round3(*k as f64 / n))))
-                    .collect();
-                // A multipath flow has a controller state per path: none shown.
-                if f.mp.is_none() {
-                    m.insert("cc_states".into(), Value::Object(states));
-                }
+        }
+        // The controller's estimate against the bottleneck: media, multipath
+        // and live flows.
+        if (media_like || f.kind == FlowKind::Live) && f.accuracy_n > 0 {
+            m.insert(
+                "bw_estimate_accuracy".into(),
+                json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0),
+            );
+            m.insert(
+                "target_kbps_mean".into(),
+                json!(round3(f.target_sum / f.accuracy_n as f64 / 1000.0)),
+            );
+            let n = f.accuracy_n as f64;
+            let states: Map<String, Value> = f
+                .states
+                .iter()
+                .map(|(name, k)| ((*name).to_string(), json!(round3(*k as f64 / n))))
+                .collect();
+            // A multipath flow has a controller state per path: none shown.
+            if f.mp.is_none() {
+                m.insert("cc_states".into(), Value::Object(states));
             }
         }
         let sent = f.counters.packets_sent;

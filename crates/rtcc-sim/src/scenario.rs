@@ -387,6 +387,11 @@ pub enum FlowKind {
     /// a scheduler placing each segment on one of several paths, a congestion
     /// controller per path (`rtcc_core::session::multipath`).
     MultipathMedia,
+    /// A reliable live stream over the QUIC-like transport
+    /// (`rtcc_core::transport`, `papers/autorec.txt` §II, §VII): a live
+    /// source at a fixed `bitrate`, a congestion controller behind a pacer,
+    /// ARQ and optionally AutoRec or XOR FEC; ACK frames on the reverse path.
+    Live,
 }
 
 impl FlowKind {
@@ -397,6 +402,7 @@ impl FlowKind {
             FlowKind::Tcp => "tcp",
             FlowKind::UdpCbr => "udp-cbr",
             FlowKind::MultipathMedia => "multipath-media",
+            FlowKind::Live => "live",
         }
     }
 }
@@ -491,13 +497,14 @@ pub struct EtrSpec {
 pub struct FlowSpec {
     /// Name, used in outputs.
     pub name: String,
-    /// media | tcp | udp-cbr | multipath-media.
+    /// media | tcp | udp-cbr | multipath-media | live.
     pub kind: Spanned<FlowKind>,
-    /// Congestion controller (media and multipath-media, where it is every
-    /// path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr | copa |
-    /// cubic | sqp | pudica; tcp: newreno | reno | tahoe | cubic; a media
-    /// "cubic" is the core's RFC 9438 + RFC 9002 controller, a tcp "cubic"
-    /// the simulator's TCP sender with the same window function).
+    /// Congestion controller (media, live and multipath-media, where it is
+    /// every path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr |
+    /// copa | cubic | sqp | pudica; tcp: newreno | reno | tahoe | cubic; a
+    /// media "cubic" is the core's RFC 9438 + RFC 9002 controller, a tcp
+    /// "cubic" the simulator's TCP sender with the same window function).
+    /// Required for media flows; a live flow defaults to "bbr" (§VII).
     pub cc: Option<Spanned<String>>,
     /// Start time.
     #[serde(default)]
@@ -517,8 +524,21 @@ pub struct FlowSpec {
     /// Media: feedback interval (default 50 ms).
     pub feedback_interval: Option<Spanned<Duration>>,
     /// Media: loss recovery, `"none"` (default) or `"nack"` (NACK-based
-    /// retransmission, docs/algorithms/arq.md).
+    /// retransmission, docs/algorithms/arq.md). Live: `"rtx"` (default, the
+    /// transport's ARQ alone), `"autorec"` or `"fec"`.
     pub recovery: Option<Spanned<String>>,
+    /// Live: settings of the `recovery` scheme (docs/scenarios.md).
+    pub recovery_config: Option<Spanned<toml::Table>>,
+    /// Live: the stream's bitrate, fixed (required).
+    pub bitrate: Option<Spanned<Bitrate>>,
+    /// Live: the player's render deadline after capture (default 100 ms,
+    /// AutoRec §VII-A).
+    pub playout_delay: Option<Spanned<Duration>>,
+    /// Live: the receiver's longest ACK delay (default 25 ms, RFC 9000 §18.2).
+    pub max_ack_delay: Option<Spanned<Duration>>,
+    /// Live: ACK after this many ack-eliciting packets (default 2, RFC 9000
+    /// §13.2.2).
+    pub ack_eliciting_threshold: Option<Spanned<u32>>,
     /// Media: the pacer's queue-time limit, `"2s"` (default, libwebrtc's
     /// `kMaxExpectedQueueLength`) or `"off"` (docs/algorithms/pacer.md).
     pub queue_time_limit: Option<Spanned<TimeLimitSpec>>,
@@ -1072,6 +1092,79 @@ impl Scenario {
         Ok(())
     }
 
+    /// The keys of a live flow: `bitrate`, `recovery` and its
+    /// `recovery_config` table, the receiver's keys, the source's encoder.
+    fn validate_live(&self, i: usize, f: &Spanned<FlowSpec>) -> Result<(), ScenarioError> {
+        let spec = f.get_ref();
+        let key = |k: &str| format!("flow[{i}].{k}");
+        match &spec.bitrate {
+            None => {
+                return Err(self.error(
+                    Some(f.span()),
+                    &key("bitrate"),
+                    "a live flow needs `bitrate` (the stream's, e.g. \"4Mbps\")",
+                ))
+            }
+            Some(b) if b.get_ref().is_zero() => {
+                return Err(self.error(
+                    Some(b.span()),
+                    &key("bitrate"),
+                    "must be greater than 0bps",
+                ))
+            }
+            _ => {}
+        }
+        let name = spec.recovery.as_ref().map(|r| r.get_ref().as_str());
+        crate::live::recovery_scheme(name, spec.recovery_config.as_ref().map(|t| t.get_ref()))
+            .map_err(|e| match e {
+                crate::live::RecoveryKeyError::Name(m) => self.error(
+                    spec.recovery.as_ref().map(|r| r.span()),
+                    &key("recovery"),
+                    m,
+                ),
+                crate::live::RecoveryKeyError::Table(m) => self.error(
+                    spec.recovery_config.as_ref().map(|t| t.span()),
+                    &key("recovery_config"),
+                    m,
+                ),
+            })?;
+        if let Some(t) = &spec.ack_eliciting_threshold {
+            if *t.get_ref() == 0 {
+                return Err(self.error(
+                    Some(t.span()),
+                    &key("ack_eliciting_threshold"),
+                    "must be at least 1",
+                ));
+            }
+        }
+        if let Some(e) = &spec.encoder {
+            let enc = e.get_ref();
+            let d = EncoderSpec::default();
+            if enc.kind != "parametric" {
+                return Err(self.error(
+                    Some(e.span()),
+                    &key("encoder.kind"),
+                    format!(
+                        "a live flow's source is the parametric model (got \"{}\")",
+                        enc.kind
+                    ),
+                ));
+            }
+            if enc.min_bitrate != d.min_bitrate
+                || enc.max_bitrate != d.max_bitrate
+                || enc.start_bitrate.is_some()
+            {
+                return Err(self.error(
+                    Some(e.span()),
+                    &key("encoder"),
+                    "a live source's bitrate is fixed by the flow's `bitrate`: \
+                     drop `min_bitrate`, `max_bitrate` and `start_bitrate`",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn validate_loss(&self, i: usize, loss: &Spanned<LossSpec>) -> Result<(), ScenarioError> {
         let l = loss.get_ref();
         let span = Some(loss.span());
@@ -1176,22 +1269,22 @@ impl Scenario {
         not_for(
             spec.encoder.as_ref().map(|s| s.span()),
             "encoder",
-            &[Media, MultipathMedia],
+            &[Media, MultipathMedia, Live],
         )?;
         not_for(
             spec.cc_config.as_ref().map(|s| s.span()),
             "cc_config",
-            &[Media, MultipathMedia],
+            &[Media, MultipathMedia, Live],
         )?;
         not_for(
             spec.mtu.as_ref().map(|s| s.span()),
             "mtu",
-            &[Media, MultipathMedia],
+            &[Media, MultipathMedia, Live],
         )?;
         not_for(
             spec.header_overhead.as_ref().map(|s| s.span()),
             "header_overhead",
-            &[Media, MultipathMedia],
+            &[Media, MultipathMedia, Live],
         )?;
         if let Some(h) = &spec.header_overhead {
             if h.get_ref().get() > 1000 {
@@ -1210,8 +1303,32 @@ impl Scenario {
         not_for(
             spec.recovery.as_ref().map(|s| s.span()),
             "recovery",
-            &[Media],
+            &[Media, Live],
         )?;
+        for (present, name) in [
+            (
+                spec.recovery_config.as_ref().map(|s| s.span()),
+                "recovery_config",
+            ),
+            (spec.bitrate.as_ref().map(|s| s.span()), "bitrate"),
+            (
+                spec.playout_delay.as_ref().map(|s| s.span()),
+                "playout_delay",
+            ),
+            (
+                spec.max_ack_delay.as_ref().map(|s| s.span()),
+                "max_ack_delay",
+            ),
+            (
+                spec.ack_eliciting_threshold.as_ref().map(|s| s.span()),
+                "ack_eliciting_threshold",
+            ),
+        ] {
+            not_for(present, name, &[Live])?;
+        }
+        if kind == Live {
+            self.validate_live(i, f)?;
+        }
         not_for(
             spec.queue_time_limit.as_ref().map(|s| s.span()),
             "queue_time_limit",
@@ -1222,7 +1339,7 @@ impl Scenario {
             "frame_drop_queue_time",
             &[Media, MultipathMedia],
         )?;
-        if let Some(r) = &spec.recovery {
+        if let (Some(r), Media) = (&spec.recovery, kind) {
             let names = rtcc_core::recovery::RecoveryConfig::NAMES;
             if !names.contains(&r.get_ref().as_str()) {
                 return Err(self.error(
@@ -1305,7 +1422,7 @@ impl Scenario {
             }
         }
         let cc_names: &[&str] = match kind {
-            Media | MultipathMedia => rtcc_core::CcConfig::NAMES,
+            Media | MultipathMedia | Live => rtcc_core::CcConfig::NAMES,
             Tcp => &["newreno", "reno", "tahoe", "cubic"],
             UdpCbr => &[],
         };

@@ -17,6 +17,7 @@ use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
 use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
 use rtcc_core::multipath::SchedulerConfig;
+use rtcc_core::recovery::fec::FecRepair;
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq, RecoveryConfig};
 use rtcc_core::rng;
 use rtcc_core::session::multipath::{
@@ -28,12 +29,16 @@ use rtcc_core::session::sender::{
     FeedbackTimeout, SenderConfig, SenderSession, DEFAULT_FRAME_DROP_QUEUE_TIME,
     DEFAULT_QUEUE_TIME_LIMIT,
 };
+use rtcc_core::transport::{
+    wire, AckFrame, CopyKind, Datagram, Payload, TransportReceiver, TransportSender,
+};
 use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
 
 use crate::cc_config::cc_config;
 use crate::encoder::SimEncoder;
 use crate::engine::{prefetch, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
+use crate::live::{self, LiveOutcome, LiveSender, LiveSetup};
 use crate::metrics::DelayHistogram;
 use crate::output;
 use crate::scenario::{
@@ -99,6 +104,36 @@ enum Body {
     MpPadding {
         seq: u64,
     },
+    /// A data packet of a live flow's transport: its packet number, datum
+    /// id and copy kind, and its media chunk field by field except the wire
+    /// size, which is the `SimPacket`'s (`live_body` / `live_payload`):
+    /// flattened so that the variant fits beside the others (the packet
+    /// arena's slot size is a speed concern).
+    LiveData {
+        pn: u64,
+        id: u64,
+        frame_id: u64,
+        capture_time: Instant,
+        payload: Bytes,
+        index: u32,
+        count: u32,
+        frame_type: rtcc_core::FrameType,
+        last_in_frame: bool,
+        copy: CopyKind,
+    },
+    /// A live flow's XOR repair packet.
+    LiveRepair {
+        pn: u64,
+        repair: FecRepair,
+    },
+    /// A live flow's PING-only packet (a PTO probe with nothing to carry).
+    LivePing {
+        pn: u64,
+    },
+    /// An ACK-only packet of a live flow, its frame in `World::ack_pool`.
+    LiveAck {
+        slot: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +181,7 @@ enum SenderEp {
     Media(Box<SenderSession<SimEncoder>>),
     Tcp(Box<TcpSender>),
     Multipath(Box<MultipathSender<SimEncoder>>),
+    Live(Box<LiveSender>),
     Cbr {
         interval: Duration,
         next_k: u64,
@@ -159,6 +195,7 @@ enum ReceiverEp {
     Media(Box<ReceiverSession>),
     Tcp(Box<TcpReceiver>),
     Multipath(Box<MultipathReceiver>),
+    Live(Box<TransportReceiver>),
     Cbr,
 }
 
@@ -199,7 +236,8 @@ pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, Scen
         };
         return Err(sc.error(None, "flow", what));
     };
-    match World::flow_setup(sc, i, f.get_ref())? {
+    // A media flow's setup does not depend on its bottleneck's capacity.
+    match World::flow_setup(sc, i, f.get_ref(), Bitrate::MAX)? {
         FlowSetup::Media(m, None) => Ok(*m),
         // rtcc-net builds a parametric encoder from `MediaSetup::encoder`.
         FlowSetup::Media(_, Some(_)) => Err(sc.error(
@@ -223,6 +261,7 @@ pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<Cc
 enum FlowSetup {
     Media(Box<MediaSetup>, Option<LadderTrace>),
     Multipath(Box<MultipathSetup>, Option<LadderTrace>),
+    Live(Box<LiveSetup>),
     Tcp(TcpConfig),
     Cbr { rate: Bitrate, payload: Bytes },
 }
@@ -349,6 +388,8 @@ pub(crate) struct Flow {
     pub(crate) media: Option<MediaOutcome>,
     /// A multipath-media flow's paths and results.
     pub(crate) mp: Option<Box<MpFlow>>,
+    /// A live flow's results (end of run).
+    pub(crate) live: Option<Box<LiveOutcome>>,
     rng_seed: u64,
     rng_id: u64,
 }
@@ -413,6 +454,9 @@ pub(crate) struct World {
     nack_pool: Vec<Nack>,
     nack_free: Vec<u32>,
     nack_scratch: Nack,
+    /// ACK frames of live flows in flight, by slot (`Body::LiveAck`).
+    ack_pool: Vec<AckFrame>,
+    ack_free: Vec<u32>,
     sample_interval: Duration,
     last_sample: Instant,
     /// When the next Sample event fires (`Instant::MAX` if none).
@@ -695,7 +739,8 @@ impl World {
                     })?
                 }
             };
-            let mut setup = Self::flow_setup(sc, i, spec)?;
+            let capacity = links[bottleneck].mean_capacity(Instant::ZERO, end);
+            let mut setup = Self::flow_setup(sc, i, spec, capacity)?;
             // A controller with randomness of its own (BBR's random ProbeBW
             // phase) draws it from the run seed unless `cc_config` sets it.
             let seed_given = spec
@@ -713,6 +758,7 @@ impl World {
                 match &mut setup {
                     FlowSetup::Media(m, _) => derive(&mut m.sender.cc),
                     FlowSetup::Multipath(m, _) => m.sender.paths.iter_mut().for_each(derive),
+                    FlowSetup::Live(l) => derive(&mut l.sender.cc),
                     FlowSetup::Tcp(_) | FlowSetup::Cbr { .. } => {}
                 }
             }
@@ -752,6 +798,7 @@ impl World {
                 prev: FlowCounters::default(),
                 media: None,
                 mp,
+                live: None,
                 rng_seed: seed,
                 rng_id: FLOW_RNG + i as u64,
             });
@@ -794,6 +841,8 @@ impl World {
             nack_pool: Vec::new(),
             nack_free: Vec::new(),
             nack_scratch: Nack::default(),
+            ack_pool: Vec::new(),
+            ack_free: Vec::new(),
             sample_interval: sc.output.sample_interval,
             last_sample: Instant::ZERO,
             next_sample: Instant::ZERO + sc.output.sample_interval,
@@ -948,9 +997,17 @@ impl World {
         })
     }
 
-    fn flow_setup(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<FlowSetup, ScenarioError> {
+    /// The setup of flow `i`; `capacity` is the mean capacity of its
+    /// bottleneck over the run (a live flow's controller bounds depend on it).
+    fn flow_setup(
+        sc: &Scenario,
+        i: usize,
+        f: &FlowSpec,
+        capacity: Bitrate,
+    ) -> Result<FlowSetup, ScenarioError> {
         let key = |k: &str| format!("flow[{i}].{k}");
         Ok(match *f.kind.get_ref() {
+            FlowKind::Live => FlowSetup::Live(Box::new(live::live_setup(sc, i, f, capacity)?)),
             FlowKind::Media => {
                 let MediaParts {
                     encoder,
@@ -1101,6 +1158,7 @@ impl World {
         match self.packets[idx as usize].body {
             Body::Feedback { slot } | Body::MpFeedback { slot } => self.fb_free.push(slot),
             Body::Nack { slot } => self.nack_free.push(slot),
+            Body::LiveAck { slot } => self.ack_free.push(slot),
             _ => {}
         }
         self.free.push(idx);
@@ -1433,6 +1491,35 @@ impl World {
                 self.release(idx);
                 self.service_mp_sender(fi);
             }
+            Body::LiveData { .. } | Body::LiveRepair { .. } | Body::LivePing { .. } => {
+                let f = &mut self.flows[fi];
+                if let (ReceiverEp::Live(r), SenderEp::Live(s), Some((pn, payload))) =
+                    (&mut f.receiver, &f.sender, live_payload(&p))
+                {
+                    let before = r.stats().payload_delivered;
+                    r.on_datagram(now, pn, &payload);
+                    // A packet rebuilt from XOR repairs: its content is the
+                    // sent packet's (transport/receiver.rs, "FEC").
+                    while let Some(rpn) = r.poll_recovered() {
+                        if let Some(content) = s.transport.content_of(rpn) {
+                            r.on_recovered(now, rpn, &content);
+                        }
+                    }
+                    f.counters.goodput_bytes += r.stats().payload_delivered - before;
+                }
+                self.release(idx);
+                self.service_live_receiver(fi);
+            }
+            Body::LiveAck { slot } => {
+                if let SenderEp::Live(s) = &mut self.flows[fi].sender {
+                    // The receiver only acknowledges packets it received,
+                    // which the sender sent: a refused frame is counted by
+                    // the sender (`acks_invalid`) and changes nothing.
+                    let _ = s.transport.on_ack(now, &self.ack_pool[slot as usize]);
+                }
+                self.release(idx);
+                self.service_live_sender(fi);
+            }
         }
     }
 
@@ -1489,6 +1576,40 @@ impl World {
                 f.sender = SenderEp::Multipath(Box::new(session));
                 f.receiver = ReceiverEp::Multipath(Box::new(MultipathReceiver::new(now, receiver)));
                 self.service_mp_sender(fi);
+            }
+            FlowSetup::Live(l) => {
+                let LiveSetup {
+                    sender,
+                    receiver,
+                    encoder,
+                    bitrate,
+                } = *l;
+                let Some(source) = flow_encoder(now, f, encoder, None, &mut self.io_error) else {
+                    return;
+                };
+                // Both configurations were validated when the world was built.
+                let built = TransportSender::new(now, sender)
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| {
+                        TransportReceiver::new(receiver)
+                            .map(|r| (s, r))
+                            .map_err(|e| e.to_string())
+                    });
+                let (transport, rx) = match built {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.io_error = Some(std::io::Error::other(format!(
+                            "transport of flow {}: {e}",
+                            f.name
+                        )));
+                        return;
+                    }
+                };
+                f.sender = SenderEp::Live(Box::new(LiveSender::new(
+                    transport, source, f.stop, bitrate,
+                )));
+                f.receiver = ReceiverEp::Live(Box::new(rx));
+                self.service_live_sender(fi);
             }
             FlowSetup::Tcp(cfg) => {
                 f.receiver = ReceiverEp::Tcp(Box::new(TcpReceiver::new(&cfg)));
@@ -1694,6 +1815,73 @@ impl World {
         self.reschedule_receiver(fi);
     }
 
+    /// Live sender, after any event (as `transport/live_tests.rs` drives
+    /// it): the source's due frames, the transport's due timers, then every
+    /// packet it may send now; then its timer is re-armed. The transport
+    /// keeps running after the flow's `stop` (the source stops producing) so
+    /// the stream can drain.
+    fn service_live_sender(&mut self, fi: usize) {
+        let now = self.now;
+        if let SenderEp::Live(s) = &mut self.flows[fi].sender {
+            s.produce_frames(now);
+            s.transport.on_timeout(now);
+        }
+        loop {
+            let SenderEp::Live(s) = &mut self.flows[fi].sender else {
+                return;
+            };
+            let Some(d) = s.transport.poll_transmit(now) else {
+                break;
+            };
+            s.on_transmit(&d);
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Fwd,
+                path: 0,
+                size: d.size,
+                sent: now,
+                body: live_body(&d),
+            });
+        }
+        let SenderEp::Live(s) = &mut self.flows[fi].sender else {
+            return;
+        };
+        let t = s.poll_timeout(now);
+        self.arm_sender(fi, t);
+    }
+
+    /// Live receiver: every ACK due goes back on the reverse path (its frame
+    /// in a reused `ack_pool` slot); then the timer is re-armed.
+    fn service_live_receiver(&mut self, fi: usize) {
+        let now = self.now;
+        loop {
+            let ReceiverEp::Live(r) = &mut self.flows[fi].receiver else {
+                return;
+            };
+            let Some(frame) = r.poll_ack(now) else { break };
+            let size = wire::ack_size(frame.ranges().len());
+            let slot = match self.ack_free.pop() {
+                Some(s) => {
+                    self.ack_pool[s as usize] = frame;
+                    s
+                }
+                None => {
+                    self.ack_pool.push(frame);
+                    (self.ack_pool.len() - 1) as u32
+                }
+            };
+            self.inject(SimPacket {
+                flow: fi as u32,
+                dir: Dir::Rev,
+                path: 0,
+                size,
+                sent: now,
+                body: Body::LiveAck { slot },
+            });
+        }
+        self.reschedule_receiver(fi);
+    }
+
     /// Record and write the frames the player has finished.
     fn drain_frames(&mut self, fi: usize) {
         while let Some(rec) = match &mut self.flows[fi].receiver {
@@ -1789,6 +1977,7 @@ impl World {
             ReceiverEp::Media(r) => r.poll_timeout(),
             ReceiverEp::Tcp(r) => r.poll_timeout(),
             ReceiverEp::Multipath(r) => r.poll_timeout(),
+            ReceiverEp::Live(r) => r.poll_timeout(),
             _ => None,
         };
         let Some(t) = t else { return };
@@ -1810,6 +1999,7 @@ impl World {
             return;
         }
         match &mut self.flows[fi].sender {
+            SenderEp::Live(_) => self.service_live_sender(fi),
             SenderEp::Media(s) => {
                 s.on_timeout(now);
                 self.service_media_sender(fi);
@@ -1844,6 +2034,7 @@ impl World {
                 r.on_timeout(now);
                 self.service_mp_receiver(fi);
             }
+            ReceiverEp::Live(_) => self.service_live_receiver(fi),
             ReceiverEp::Tcp(r) => {
                 let ack = if r.poll_timeout().is_some_and(|t| t <= now) {
                     r.on_timeout(now)
@@ -1892,7 +2083,14 @@ impl World {
                 Event::SenderTimer { flow } => self.on_sender_timer(flow as usize),
                 Event::ReceiverTimer { flow } => self.on_receiver_timer(flow as usize),
                 Event::FlowStart { flow } => self.start_flow(flow as usize),
-                Event::FlowStop { flow } => self.flows[flow as usize].stopped = true,
+                Event::FlowStop { flow } => {
+                    // A live flow's source stops by itself at `stop`; its
+                    // transport runs on so that the stream drains.
+                    let f = &mut self.flows[flow as usize];
+                    if f.kind != FlowKind::Live {
+                        f.stopped = true;
+                    }
+                }
                 Event::Sample => {
                     self.sample();
                     let next = self.now + self.sample_interval;
@@ -1932,6 +2130,13 @@ impl World {
     fn finish(&mut self) {
         let now = self.now;
         for fi in 0..self.flows.len() {
+            let end = self.end;
+            let f = &mut self.flows[fi];
+            if let (SenderEp::Live(s), ReceiverEp::Live(r)) = (&f.sender, &f.receiver) {
+                let active = f.stop.min(end).saturating_duration_since(f.start);
+                f.live = Some(Box::new(LiveOutcome::new(s, r, active)));
+                continue;
+            }
             if matches!(self.flows[fi].receiver, ReceiverEp::Multipath(_)) {
                 self.finish_multipath(fi);
                 continue;
@@ -2087,7 +2292,7 @@ impl World {
             let send = rate(f.counters.bytes_sent - f.prev.bytes_sent);
             let goodput = rate(f.counters.goodput_bytes - f.prev.goodput_bytes);
             f.prev = f.counters.clone();
-            let (target, est, cwnd, srtt, state): SenderSample = match &f.sender {
+            let (target, est, cwnd, srtt, state): SenderSample = match &mut f.sender {
                 SenderEp::Media(s) => {
                     let cc = s.controller();
                     let e = cc.estimate();
@@ -2101,6 +2306,19 @@ impl World {
                 }
                 SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt(), None),
                 SenderEp::Multipath(s) => multipath_sample(s),
+                SenderEp::Live(s) => {
+                    s.sample();
+                    let t = &s.transport;
+                    let cc = t.controller();
+                    let e = cc.estimate();
+                    (
+                        Some(cc.target_bitrate()),
+                        e.bandwidth,
+                        cc.send_budget().cwnd,
+                        t.srtt(),
+                        Some(e.state),
+                    )
+                }
                 SenderEp::Cbr { .. } => (None, None, None, None, None),
                 SenderEp::Idle => (None, None, None, None, None),
             };
@@ -2187,6 +2405,73 @@ impl World {
     }
 }
 
+/// The body of a live transport packet (its size and send time go in the
+/// `SimPacket`).
+fn live_body(d: &Datagram) -> Body {
+    match d.payload {
+        Payload::Data { id, media, copy } => {
+            // The transport sends a chunk in a packet of its wire size
+            // (`TransportSender::send_datum`), so the size is kept once.
+            debug_assert_eq!(
+                media.wire_size, d.size,
+                "a data packet's size is its chunk's"
+            );
+            Body::LiveData {
+                pn: d.pn,
+                id,
+                frame_id: media.frame_id,
+                capture_time: media.capture_time,
+                payload: media.payload,
+                index: media.index,
+                count: media.count,
+                frame_type: media.frame_type,
+                last_in_frame: media.last_in_frame,
+                copy,
+            }
+        }
+        Payload::Repair(repair) => Body::LiveRepair { pn: d.pn, repair },
+        Payload::Ping => Body::LivePing { pn: d.pn },
+    }
+}
+
+/// The packet number and payload of a live transport packet, as sent
+/// (inverse of [`live_body`]); `None` for the other bodies.
+fn live_payload(p: &SimPacket) -> Option<(u64, Payload)> {
+    Some(match p.body {
+        Body::LiveData {
+            pn,
+            id,
+            frame_id,
+            capture_time,
+            payload,
+            index,
+            count,
+            frame_type,
+            last_in_frame,
+            copy,
+        } => (
+            pn,
+            Payload::Data {
+                id,
+                media: MediaPacket {
+                    frame_id,
+                    frame_type,
+                    capture_time,
+                    index,
+                    count,
+                    last_in_frame,
+                    payload,
+                    wire_size: p.size,
+                },
+                copy,
+            },
+        ),
+        Body::LiveRepair { pn, repair } => (pn, Payload::Repair(repair)),
+        Body::LivePing { pn } => (pn, Payload::Ping),
+        _ => return None,
+    })
+}
+
 /// What a multipath sender shows at a sample: the encoder target; the sums
 /// over paths of the bandwidth estimates and windows (of the paths that have
 /// one); the largest smoothed RTT of its paths; no single controller state.
@@ -2248,7 +2533,7 @@ fn recovery_config(name: Option<&str>, player: &PlayerConfig) -> Result<Recovery
     Ok(r)
 }
 
-fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
+pub(crate) fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
     let d = ParametricEncoderConfig::default();
     let etr = match &s.etr {
         None => EtrModel::Constant(1.0),
@@ -2299,4 +2584,71 @@ fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
         start_bitrate: s.start_bitrate.unwrap_or(d.start_bitrate),
         etr,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use rtcc_core::media::packetizer::MediaPacket;
+    use rtcc_core::FrameType;
+
+    use super::*;
+
+    #[test]
+    fn live_packets_do_not_grow_the_packet_arena_slot() {
+        // 88 bytes before live flows existed: the media body (64) is still the largest.
+        assert_eq!(std::mem::size_of::<Body>(), 64);
+        assert_eq!(std::mem::size_of::<SimPacket>(), 88);
+    }
+
+    #[test]
+    fn live_body_round_trips_every_payload() {
+        let media = MediaPacket {
+            frame_id: 7,
+            frame_type: FrameType::Delta,
+            capture_time: Instant::ZERO + Duration::from_millis(233),
+            index: 3,
+            count: 5,
+            last_in_frame: false,
+            payload: Bytes::new(1187),
+            wire_size: Bytes::new(1250),
+        };
+        let repair = FecRepair::new(10, 0b1011, Bytes::new(1300)).unwrap();
+        for (size, payload) in [
+            (
+                media.wire_size,
+                Payload::Data {
+                    id: 42,
+                    media,
+                    copy: CopyKind::Reinjection,
+                },
+            ),
+            (Bytes::new(1300), Payload::Repair(repair)),
+            (wire::PING_SIZE, Payload::Ping),
+        ] {
+            let d = Datagram {
+                pn: 99,
+                size,
+                send_time: Instant::ZERO,
+                payload,
+            };
+            let p = SimPacket {
+                flow: 0,
+                dir: Dir::Fwd,
+                path: 0,
+                size,
+                sent: Instant::ZERO,
+                body: live_body(&d),
+            };
+            assert_eq!(live_payload(&p), Some((99, payload)));
+        }
+        let other = SimPacket {
+            flow: 0,
+            dir: Dir::Fwd,
+            path: 0,
+            size: Bytes::new(100),
+            sent: Instant::ZERO,
+            body: Body::Cbr,
+        };
+        assert_eq!(live_payload(&other), None);
+    }
 }

@@ -49,7 +49,11 @@ fn column(dir: &Path, flow: &str, col: &str) -> Vec<(f64, f64)> {
 
 #[test]
 fn same_scenario_and_seed_give_byte_identical_files() {
-    for rel in ["scenarios/bench/dumbbell.toml", "scenarios/demo.toml"] {
+    for rel in [
+        "scenarios/bench/dumbbell.toml",
+        "scenarios/demo.toml",
+        "scenarios/tests/live-autorec.toml",
+    ] {
         let sc = load(rel);
         let (a, b) = (tmp("det-a"), tmp("det-b"));
         run_to(&sc, 7, &a);
@@ -343,6 +347,37 @@ stop = "15s"
 name = "tcp"
 kind = "tcp"
 start = "10.0213s"
+"#,
+            true,
+        ),
+        (
+            // Live flows: FEC (the receiver reads rebuilt packets' content
+            // from its sender, also from an early delivery) and AutoRec,
+            // each running on after its source stops.
+            "dumbbell-live",
+            r#"
+duration = "12s"
+[topology]
+kind = "dumbbell"
+[[link]]
+name = "bottleneck"
+rate = "12Mbps"
+delay = "15ms"
+queue = "100KB"
+loss = { model = "bernoulli", p = 0.05 }
+[[flow]]
+name = "fec"
+kind = "live"
+bitrate = "3Mbps"
+recovery = "fec"
+stop = "8s"
+[[flow]]
+name = "autorec"
+kind = "live"
+bitrate = "3Mbps"
+recovery = "autorec"
+start = "1.0137s"
+stop = "9s"
 "#,
             true,
         ),
