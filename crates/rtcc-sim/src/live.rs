@@ -19,19 +19,26 @@
 //! `summary.json`, docs/metrics.md).
 
 use rtcc_core::media::encoder::{EncodedFrame, EncoderModel as _, ParametricEncoderConfig};
-use rtcc_core::recovery::autorec::AutoRecConfig;
+use rtcc_core::recovery::autorec::{
+    goodput_reduction, recovery_latency, redundancy_cost, AutoRecConfig,
+};
 use rtcc_core::recovery::fec::{FecConfig, FecPolicy};
 use rtcc_core::transport::receiver::{digest_step, DIGEST_INIT};
 use rtcc_core::transport::{
     AutoRecSettings, CopyKind, Datagram, Payload, PlaybackConfig, RecoveryScheme,
     TransportReceiver, TransportReceiverConfig, TransportSender, TransportSenderConfig,
 };
-use rtcc_core::{Bitrate, Duration, Instant};
+use rtcc_core::{Bitrate, Duration, Instant, Probability};
 use serde_json::{json, Map, Value};
 
 use crate::cc_config::{cc_config, Keys};
 use crate::encoder::SimEncoder;
 use crate::output::round3;
+
+/// Rounded to 6 decimals (fractions compared at 0.1 %-level precision).
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
 use crate::scenario::{FlowSpec, Scenario, ScenarioError};
 
 /// The `recovery` names of a live flow, in documentation order.
@@ -495,6 +502,8 @@ pub(crate) struct LiveOutcome {
     packets_duplicate: u64,
     fec_recovered: u64,
     delivered_all: bool,
+    /// The redundancy level pinned by `recovery_config.fixed_level`.
+    fixed_level: Option<u32>,
 }
 
 impl LiveOutcome {
@@ -505,7 +514,12 @@ impl LiveOutcome {
         let m = t.metrics();
         let rs = r.stats();
         let pb = r.playback();
+        let fixed_level = match &t.config().recovery {
+            RecoveryScheme::AutoRec(a) => a.fixed_level,
+            _ => None,
+        };
         LiveOutcome {
+            fixed_level,
             scheme: t.config().recovery.name(),
             cc: rtcc_core::CongestionController::name(t.controller()),
             bitrate: s.bitrate,
@@ -665,6 +679,30 @@ impl LiveOutcome {
         m.insert("packets_duplicate".into(), json!(self.packets_duplicate));
         m.insert("fec_recovered".into(), json!(self.fec_recovered));
         m.insert("delivered_all".into(), json!(self.delivered_all));
+        // AutoRec §V-A eqs. 1–3 at the pinned level, evaluated at the
+        // measured loss rate and T_unit: what the formula validation
+        // (§VII-A, Fig. 13) compares with the measured values.
+        if let (Some(k), Some(t_unit)) = (self.fixed_level, self.t_unit) {
+            let r = Probability::saturating(ratio(
+                self.packets_lost,
+                self.packets_acked + self.packets_lost,
+            ));
+            let mut f = Map::new();
+            f.insert("k".into(), json!(k));
+            f.insert(
+                "recovery_latency_ms".into(),
+                json!(round3(recovery_latency(r, t_unit, k).as_millis_f64())),
+            );
+            f.insert(
+                "redundancy_cost".into(),
+                json!(round6(redundancy_cost(r, k))),
+            );
+            f.insert(
+                "goodput_reduction".into(),
+                json!(round6(goodput_reduction(r, k))),
+            );
+            m.insert("formula".into(), Value::Object(f));
+        }
         Value::Object(m)
     }
 }
