@@ -480,8 +480,6 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
             sweep = _Sweep(exp_id, key, name, "", tuple(columns))
         for label, value in points:
             base = copy.deepcopy(loaded)
-            if "duration" in variant:
-                base["duration"] = variant["duration"]
             point_settings = dict(settings)
             point_id = exp_id
             point_sweep = None
@@ -497,6 +495,10 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                     _assign(base, str(key), setting, f"{where}: key `set`")
                 except GridError as e:
                     raise PaperError(str(e)) from None
+            # After `set` and `vary`: the quick variant is shorter even where
+            # they set a duration.
+            if "duration" in variant:
+                base["duration"] = variant["duration"]
             base = _with_origin(base, scenario_path)
             for cc_id, experiment in _compared(exp, base, point_id, where, scenario_path):
                 experiment.seeds = list(seeds)

@@ -810,3 +810,30 @@ def test_a_swept_experiment_gets_one_table(tmp_path: Path) -> None:
     assert text.count("## f: p =") == 1
     assert "## plain:" not in text, "no columns, no table"
     assert "## plain-loss0.2" in text
+
+
+def test_quick_duration_wins_over_set_and_vary(tmp_path: Path) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "experiment": [
+                {
+                    "id": "long",
+                    "scenario": "base.toml",
+                    "set": {"duration": "150s"},
+                    "quick": {"duration": "3s"},
+                },
+                {
+                    "id": "sweep",
+                    "scenario": "base.toml",
+                    "vary": {"key": "duration", "values": ["60s", "90s"]},
+                    "quick": {"duration": "3s"},
+                },
+            ]
+        },
+    )
+    full = _experiments(spec, path, quick=False)
+    assert full["long"].scenario["duration"] == "150s"
+    assert full["sweep-duration90s"].scenario["duration"] == "90s"
+    quick = _experiments(spec, path, quick=True)
+    assert {e.scenario["duration"] for e in quick.values()} == {"3s"}
