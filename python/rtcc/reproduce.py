@@ -44,6 +44,37 @@ table comparing the controllers on the flow under test (media bitrate, frame
 delay, stall ratio, estimate accuracy) and one set of figures with a column per
 controller.
 
+An experiment may also run once per value of one setting (``vary``)::
+
+    [[experiment]]
+    id = "fig13"
+    scenario = "formula.toml"
+    compare = ["bbr", "copa", "cubic"]           # optional, as above
+    seeds = [1, 2, 3]
+    quick = { duration = "10s", seeds = [1] }   # applies to every expanded run
+
+    [experiment.vary]                            # or inline: vary = { key = ..., ... }
+    key = "flow.0.autorec.k"                     # a dotted path, as in `set`
+    values = [0, 1, 2, 3]
+    name = "k"
+    columns = [                                  # optional: the sweep's table
+        "flow:live.recovery_latency_ms",
+        "{flow:live.recovery_latency_ms} - {flow:live.formula.recovery_latency_ms}",
+    ]
+
+It expands into ``<id>-<name><value>`` (``fig13-k0``, ``fig13-k1``, ...) with
+``set[key] = value`` added to ``set`` (the key must not be in ``set`` too);
+with ``compare`` the controller comes last: ``fig13-k3-bbr``. ``name``
+defaults to the key's last component. A value is written in the id as an
+integer (``3``), a float without a trailing ``.0`` (``2.0`` is ``2``, ``0.3``
+stays ``0.3``: ``alpha0.3``), a string as written (``rate4Mbps``) or
+``true``/``false``; ``labels = [...]`` (one string per value) names values
+that are tables. An id must not hold ``:``, a brace, a slash or a space, and
+ids after expansion must be unique. The quick variant's ``duration`` wins over
+``set`` and ``vary``. With ``columns`` (metrics or expressions, below) the
+report adds one table for the whole sweep, a row per value (and, with
+``compare``, one table per controller), before the values' own sections.
+
 A metric is ``flow:<name>.<key>[.<sub>]``, ``link:<name>.<key>[.<sub>]`` or a
 plain dotted path from the top of ``summary.json`` (``fairness.jain``).
 ``flow:*.<key>`` is the mean of the key over every flow that has it (a paper's
@@ -60,6 +91,37 @@ Our value is its mean over the experiment's seeds. ``check`` is one of:
   when prefixed with its id (``"gcc-alone:flow:gcc.goodput_kbps"``; papers
   often run each algorithm alone on its own link);
 - ``{ within = 0.1 }``: ``|ours - published| ≤ 0.1 x |published|``.
+
+A claim's ``metric`` (and a check's) may be an expression over metrics
+written in braces, each optionally prefixed with another experiment's id::
+
+    metric = "abs({flow:live.recovery_latency_ms} - {flow:live.formula.recovery_latency_ms})"
+    # or, against another experiment:
+    metric = "1 - {flow:live.goodput_kbps} / {fig13-k0-bbr:flow:live.goodput_kbps}"
+
+It is evaluated per seed of the claim's experiment (a reference to another
+experiment takes the same seed there; that experiment must have every seed),
+then averaged over the seeds like a plain metric. Allowed: numbers, ``+ - *
+/``, unary minus, parentheses, ``abs(x)``, ``min(x, y, ...)``,
+``max(x, y, ...)``. A seed where a referenced metric is missing, a division by
+zero or a non-finite result gives no value for that seed. A metric without
+braces is a plain metric as above.
+
+A claim may be repeated over values (a table, or a list of tables for every
+combination)::
+
+    [[claim]]
+    id = "formula-{cc}-k{k}"
+    text = "{cc}: the formula's recovery latency within 3.2 ms at K = {k}"
+    experiment = "fig13-k{k}-{cc}"
+    metric = "abs({flow:live.recovery_latency_ms} - {flow:live.formula.recovery_latency_ms})"
+    check = { op = "<=", value = 3.2 }
+    vary = [{ name = "k", values = [0, 5, 10] }, { name = "cc", values = ["bbr", "copa"] }]
+
+``{k}`` (exactly the vary name in braces) is replaced, in ``id``, ``text``,
+``experiment``, ``metric``, ``check``, ``note`` and ``unit``, by the value
+written as in experiment ids, before references are read. Claim ids after
+expansion must be unique.
 
 The report (``docs/results/<paper>.md`` by default) has a table per
 experiment with each claim, our value (mean, min-max over seeds), the
@@ -1015,13 +1077,12 @@ def _sweep_tables(
     labels = list(dict.fromkeys(e.sweep.label for _, e in members if e.sweep is not None))
     controllers = list(dict.fromkeys(e.cc for _, e in members))
     seeds = {exp_id: exp.seeds for exp_id, exp in experiments.items()}
+    pattern = f"{sweep_id}-{sweep.name}<value>" + ("-<controller>" if first.cc is not None else "")
     lines = [
         f"## {sweep_id}: {sweep.name} = {', '.join(labels)}",
         "",
         f"Scenario `{first.scenario_file}` with `{sweep.key}` set to each value "
-        f"(experiments `{sweep_id}-{sweep.name}<value>`"
-        + ("-<controller>" if first.cc is not None else "")
-        + f"); mean over {len(first.seeds)} seed(s).",
+        f"(experiments `{pattern}`); mean over {len(first.seeds)} seed(s).",
         "",
     ]
     for cc in controllers:
@@ -1089,7 +1150,8 @@ def _markdown(
         if exp.sweep is not None and exp.sweep.columns and exp.sweep.id not in tabled:
             tabled.add(exp.sweep.id)
             lines += _sweep_tables(exp.sweep.id, experiments, summaries)
-        lines += [f"## {group}", "", f"Scenario `{exp.scenario_file}`.", ""]
+        where = f"`{exp.sweep.key}` = {exp.sweep.label}" if exp.sweep is not None else ""
+        lines += [f"## {group}", "", f"Scenario `{exp.scenario_file}`{where and ', '}{where}.", ""]
         if exp.cc is not None:
             lines += _compare_table(ids, experiments, summaries)
         group_results = [r for r in results if r.claim.experiment in ids]

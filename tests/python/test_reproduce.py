@@ -807,6 +807,8 @@ def test_a_swept_experiment_gets_one_table(tmp_path: Path) -> None:
     ]
     bbr = lines.index("Controller `bbr`:")
     assert lines[bbr + 4 : bbr + 6] == ["| 0 | 30 | 0 |", "| 0.1 | 1 | 0 |"]
+    assert "`link.0.loss` set to each value (experiments `f-p<value>-<controller>`)" in text
+    assert "Scenario `base.toml`, `link.0.loss` = 0.1." in text
     assert text.count("## f: p =") == 1
     assert "## plain:" not in text, "no columns, no table"
     assert "## plain-loss0.2" in text
