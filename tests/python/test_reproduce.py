@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 import tomli_w
 
-from rtcc.reproduce import PaperError, metric_value, reproduce
+from rtcc.reproduce import (
+    Claim,
+    PaperError,
+    _claims,
+    _experiments,
+    _judge,
+    _markdown,
+    metric_value,
+    reproduce,
+)
 
 
 def make_paper(root: Path, claims: list[dict[str, object]]) -> Path:
@@ -355,3 +364,478 @@ def test_the_camel_paper_runs_end_to_end(tmp_path: Path) -> None:
     assert "| camel |" in text
     assert "| pudica |" in text
     assert (tmp_path / "camel-figures" / "fig10-etr60" / "rate.png").is_file()
+
+
+# ---- expression metrics, `vary` (no simulation: summaries built in memory) ----
+
+
+def _paper(tmp_path: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    """A paper folder with a one-flow scenario; returns the spec and paper.toml's path."""
+    scenario = {
+        "duration": "8s",
+        "link": [{"name": "bottleneck", "rate": "4Mbps", "delay": "20ms", "queue": "60KB"}],
+        "flow": [{"name": "media", "kind": "media", "cc": "gcc"}],
+    }
+    (tmp_path / "base.toml").write_text(tomli_w.dumps(scenario))
+    path = tmp_path / "paper.toml"
+    path.write_text(tomli_w.dumps(spec))
+    return spec, path
+
+
+def _summary(**values: float) -> dict[str, Any]:
+    return {"flows": [{"name": "a", **values}]}
+
+
+def _claim(metric: str, check: dict[str, object] | None = None) -> Claim:
+    return Claim(
+        id="c", text="t", experiment="e", metric=metric, check=check or {"op": ">", "value": 0.0}
+    )
+
+
+def test_an_expression_is_evaluated_per_seed_then_averaged() -> None:
+    summaries = {"e": [_summary(x=10.0, y=4.0), _summary(x=1.0, y=2.0)]}
+    res = _judge(_claim("abs({flow:a.y} - {flow:a.x})"), summaries, {"e": [1, 2]})
+    assert res.values == [6.0, 1.0]
+    assert res.mean == 3.5
+    # Per seed, not the ratio of the means (11/6): (10/4 + 1/2) / 2 = 1.5.
+    res = _judge(_claim("{flow:a.x} / {flow:a.y}"), summaries, {"e": [1, 2]})
+    assert res.values == [2.5, 0.5]
+    assert res.mean == 1.5
+    res = _judge(
+        _claim("-max({flow:a.x}, 3, {flow:a.y}) + min(2 * (1 + 1), 5)"), summaries, {"e": [1, 2]}
+    )
+    assert res.values == [-6.0, 1.0]
+    # A plain metric is unchanged.
+    assert _judge(_claim("flow:a.x"), summaries, {"e": [1, 2]}).values == [10.0, 1.0]
+
+
+def test_a_cross_experiment_reference_takes_the_same_seed() -> None:
+    summaries = {
+        "e": [_summary(x=1.0), _summary(x=2.0)],
+        # Seeds in another order: pairing by position would give 1/100, 2/10.
+        "base": [_summary(x=100.0), _summary(x=10.0), _summary(x=1000.0)],
+    }
+    seeds = {"e": [1, 2], "base": [2, 1, 3]}
+    res = _judge(_claim("1 - {flow:a.x} / {base:flow:a.x}"), summaries, seeds)
+    assert res.values == pytest.approx([0.9, 0.98])
+    with pytest.raises(PaperError, match=r"claim `c`: key `metric`: .*`base` has no seed 4"):
+        _judge(_claim("{base:flow:a.x}"), summaries, {"e": [1, 4], "base": [2, 1, 3]})
+
+
+def test_missing_values_and_division_by_zero_drop_that_seed() -> None:
+    summaries = {"e": [_summary(x=1.0, y=0.0), _summary(x=3.0, y=1.0), _summary(y=1.0)]}
+    seeds = {"e": [1, 2, 3]}
+    res = _judge(_claim("{flow:a.x} / {flow:a.y}"), summaries, seeds)
+    assert res.values == [3.0], "seed 1 divides by zero, seed 3 lacks x"
+    res = _judge(_claim("{flow:a.nothing} + 1"), summaries, seeds)
+    assert res.mean is None
+    assert res.holds is None
+    assert "not in the runs' summaries" in res.why
+
+
+def test_a_check_metric_may_be_an_expression() -> None:
+    summaries = {"e": [_summary(x=10.0, y=4.0)], "o": [_summary(x=20.0)]}
+    seeds = {"e": [1], "o": [1]}
+    res = _judge(
+        _claim("flow:a.x", {"op": "<", "metric": "{flow:a.y} + {o:flow:a.x}", "factor": 0.5}),
+        summaries,
+        seeds,
+    )
+    assert res.reference == 12.0
+    assert res.holds is True
+    # A plain check metric keeps the `id:` prefix of today.
+    res = _judge(_claim("flow:a.x", {"op": "<", "metric": "o:flow:a.x"}), summaries, seeds)
+    assert res.reference == 20.0
+
+
+@pytest.mark.parametrize(
+    ("metric", "needle"),
+    [
+        ("{flow:media.x} +", "syntax error"),
+        ("{flow:media.x} {flow:media.y}", "syntax error"),
+        ("pow({flow:media.x}, 2)", "unknown function `pow`"),
+        ("{flow:media.x}.real", "not allowed"),
+        ("x + {flow:media.x}", "unknown name `x`"),
+        ("_ref0 + {flow:media.x}", "unknown name `_ref0`"),
+        ("__import__('os') + {flow:media.x}", "unknown function `__import__`"),
+        ("{flow:media.x} ** 2", "not allowed"),
+        ("{flow:media.x} % 2", "not allowed"),
+        ("{flow:media.x} < 2", "not allowed"),
+        ("[{flow:media.x}][0]", "not allowed"),
+        ("'a' + {flow:media.x}", "is not a number"),
+        ("True + {flow:media.x}", "is not a number"),
+        ("(lambda: 1)() + {flow:media.x}", "unknown function"),
+        ("min({flow:media.x})", "`min` takes 2 or more"),
+        ("abs(x={flow:media.x})", "`abs` takes 1"),
+        ("+{flow:media.x}", "not allowed"),
+        ("{flow:media.x} + {}", "empty reference"),
+        ("{flow:{media}.x}", "braces"),
+        ("{nope:flow:media.x} + 1", "names no experiment `nope`"),
+        ("{other:flow:media.x} - {flow:media.x}", "`other`, which has no seed 2"),
+    ],
+)
+def test_bad_expressions_name_the_file_claim_and_key(
+    tmp_path: Path, metric: str, needle: str
+) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "experiment": [
+                {"id": "e", "scenario": "base.toml", "seeds": [1, 2]},
+                {"id": "other", "scenario": "base.toml", "seeds": [1]},
+            ],
+            "claim": [
+                {
+                    "id": "c",
+                    "text": "t",
+                    "experiment": "e",
+                    "metric": metric,
+                    "check": {"within": 1},
+                    "published": 1.0,
+                }
+            ],
+        },
+    )
+    with pytest.raises(PaperError) as err:
+        _claims(spec, path, {"e": [1, 2], "other": [1]})
+    assert f"{path}: claim[0] `c`: key `metric`: " in str(err.value)
+    assert needle in str(err.value)
+    # The same in the check's metric.
+    spec["claim"][0].update(metric="flow:media.x", check={"op": "<", "metric": metric})
+    with pytest.raises(PaperError, match=r"claim\[0\] `c`: key `check.metric`: "):
+        _claims(spec, path, {"e": [1, 2], "other": [1]})
+
+
+def test_vary_expands_an_experiment_and_composes_with_compare_and_quick(tmp_path: Path) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "experiment": [
+                {
+                    "id": "fig13",
+                    "scenario": "base.toml",
+                    "set": {"link.0.delay": "30ms"},
+                    "vary": {"key": "link.0.loss", "values": [0, 0.05, 1.0], "name": "p"},
+                    "compare": ["gcc", "bbr"],
+                    "seeds": [1, 2, 3],
+                    "quick": {"duration": "2s", "seeds": [7]},
+                },
+                {
+                    "id": "fig17",
+                    "scenario": "base.toml",
+                    "vary": {"key": "link.0.rate", "values": ["4Mbps", "12Mbps"]},
+                },
+            ]
+        },
+    )
+    exps = _experiments(spec, path, quick=False)
+    assert list(exps) == [
+        "fig13-p0-gcc",
+        "fig13-p0-bbr",
+        "fig13-p0.05-gcc",
+        "fig13-p0.05-bbr",
+        "fig13-p1-gcc",
+        "fig13-p1-bbr",
+        "fig17-rate4Mbps",
+        "fig17-rate12Mbps",
+    ]
+    e = exps["fig13-p0.05-bbr"]
+    assert e.scenario["link"][0]["loss"] == 0.05
+    assert e.scenario["link"][0]["delay"] == "30ms", "`set` still applies"
+    assert e.scenario["flow"][0]["cc"] == "bbr"
+    assert e.scenario["name"] == "fig13-p0.05-bbr"
+    assert e.group == "fig13-p0.05"
+    assert e.seeds == [1, 2, 3]
+    assert e.sweep is not None
+    assert (e.sweep.id, e.sweep.name, e.sweep.label) == ("fig13", "p", "0.05")
+    assert exps["fig13-p1-gcc"].scenario["link"][0]["loss"] == 1.0
+    assert exps["fig17-rate12Mbps"].scenario["link"][0]["rate"] == "12Mbps"
+    assert exps["fig17-rate12Mbps"].cc is None
+    # Each expanded run is its own copy.
+    assert exps["fig17-rate4Mbps"].scenario["link"][0]["rate"] == "4Mbps"
+    quick = _experiments(spec, path, quick=True)
+    assert list(quick) == list(exps)
+    assert all(x.seeds == [7] for x in quick.values() if x.group.startswith("fig13"))
+    assert quick["fig13-p1-bbr"].scenario["duration"] == "2s"
+    assert quick["fig17-rate4Mbps"].seeds == [1]
+    # Claims name the expanded ids.
+    claims = _claims(
+        {
+            "claim": [
+                {
+                    "id": "c",
+                    "text": "t",
+                    "experiment": "fig13-p0-bbr",
+                    "metric": "m",
+                    "check": {"op": "<", "value": 1},
+                }
+            ]
+        },
+        path,
+        {k: x.seeds for k, x in exps.items()},
+    )
+    assert claims[0].experiment == "fig13-p0-bbr"
+
+
+@pytest.mark.parametrize(
+    ("experiments", "needle"),
+    [
+        (
+            [
+                {"id": "e-k1", "scenario": "base.toml"},
+                {
+                    "id": "e",
+                    "scenario": "base.toml",
+                    "vary": {"key": "x", "values": [1], "name": "k"},
+                },
+            ],
+            r"experiment\[1\]: key `id`: experiment `e-k1` is also made by experiment\[0\]",
+        ),
+        (
+            [{"id": "e", "scenario": "base.toml"}, {"id": "e", "scenario": "base.toml"}],
+            r"experiment\[1\]: key `id`: experiment `e` is also made by experiment\[0\]",
+        ),
+        (
+            [{"id": "e", "scenario": "base.toml", "vary": {"key": "x", "values": [1, 1.0]}}],
+            r"experiment\[0\]: key `vary.values`: two values are both written `1`",
+        ),
+        (
+            [{"id": "e", "scenario": "base.toml", "vary": {"key": "x", "values": ["a:b"]}}],
+            r"key `vary.values`: `a:b` cannot be part of an id",
+        ),
+        (
+            [{"id": "e", "scenario": "base.toml", "vary": {"key": "x", "values": [{"a": 1}]}}],
+            r"key `vary.values`: .*give `labels`",
+        ),
+        (
+            [{"id": "e", "scenario": "base.toml", "vary": {"values": [1]}}],
+            r"key `vary.key`",
+        ),
+        (
+            [
+                {
+                    "id": "e",
+                    "scenario": "base.toml",
+                    "set": {"link.0.loss": 0.1},
+                    "vary": {"key": "link.0.loss", "values": [0.2]},
+                }
+            ],
+            r"key `vary.key`: `link.0.loss` is also in `set`",
+        ),
+        (
+            [{"id": "e", "scenario": "base.toml", "vary": {"key": "link.3.loss", "values": [0.2]}}],
+            r"experiment\[0\]: key `set`: .*index 3 out of range",
+        ),
+        (
+            [{"id": "a:b", "scenario": "base.toml"}],
+            r"key `id`: `a:b` holds `:`",
+        ),
+        (
+            [
+                {
+                    "id": "e",
+                    "scenario": "base.toml",
+                    "vary": {"key": "x", "values": [1], "columns": ["{zz:flow:m.x}"]},
+                }
+            ],
+            r"experiment `e-x1`: key `vary.columns`: .*no experiment `zz`",
+        ),
+        (
+            [
+                {
+                    "id": "e",
+                    "scenario": "base.toml",
+                    "vary": {"key": "x", "values": [1], "columns": ["{flow:m.x} +"]},
+                }
+            ],
+            r"experiment\[0\]: key `vary.columns`: .*syntax error",
+        ),
+    ],
+)
+def test_bad_vary_names_the_entry(
+    tmp_path: Path, experiments: list[dict[str, Any]], needle: str
+) -> None:
+    spec, path = _paper(tmp_path, {"experiment": experiments})
+    with pytest.raises(PaperError, match=needle):
+        _experiments(spec, path, quick=False)
+
+
+def test_labels_name_values_that_are_tables(tmp_path: Path) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "experiment": [
+                {
+                    "id": "etr",
+                    "scenario": "base.toml",
+                    "vary": {
+                        "key": "flow.0.encoder.etr",
+                        "values": [{"constant": 0.6}, {"profile": "ios"}],
+                        "labels": ["60", "ios"],
+                    },
+                }
+            ]
+        },
+    )
+    exps = _experiments(spec, path, quick=False)
+    assert exps["etr-etr60"].scenario["flow"][0]["encoder"]["etr"] == {"constant": 0.6}
+    assert exps["etr-etrios"].scenario["flow"][0]["encoder"]["etr"] == {"profile": "ios"}
+
+
+def test_claim_vary_substitutes_placeholders_before_references(tmp_path: Path) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "claim": [
+                {
+                    "id": "err-{cc}-k{k}",
+                    "text": "{cc}: formula within 3 ms at K = {k}",
+                    "experiment": "f-k{k}-{cc}",
+                    "metric": "abs({flow:m.lat} - {f-k{k}-{cc}:flow:m.formula})",
+                    "check": {"op": "<=", "metric": "{base-{cc}:flow:m.lat}", "factor": 0.1},
+                    "note": "K = {k}",
+                    "vary": [
+                        {"name": "k", "values": [0, 10]},
+                        {"name": "cc", "values": ["bbr", "copa"]},
+                    ],
+                }
+            ]
+        },
+    )
+    known = {f"f-k{k}-{cc}": [1, 2] for k in (0, 10) for cc in ("bbr", "copa")}
+    known |= {"base-bbr": [1, 2], "base-copa": [1, 2, 3]}
+    claims = _claims(spec, path, known)
+    assert [c.id for c in claims] == ["err-bbr-k0", "err-copa-k0", "err-bbr-k10", "err-copa-k10"]
+    c = claims[3]
+    assert c.text == "copa: formula within 3 ms at K = 10"
+    assert c.experiment == "f-k10-copa"
+    assert c.metric == "abs({flow:m.lat} - {f-k10-copa:flow:m.formula})"
+    assert c.check == {"op": "<=", "metric": "{base-copa:flow:m.lat}", "factor": 0.1}
+    assert c.note == "K = 10"
+    # The expanded expression runs.
+    summaries = {
+        "f-k10-copa": [{"flows": [{"name": "m", "lat": 20.0, "formula": 18.0}]}] * 2,
+        "base-copa": [{"flows": [{"name": "m", "lat": 40.0}]}] * 3,
+    }
+    res = _judge(c, summaries, {"f-k10-copa": [1, 2], "base-copa": [1, 2, 3]})
+    assert res.values == [2.0, 2.0]
+    assert res.reference == pytest.approx(4.0)
+    assert res.holds is True
+
+
+@pytest.mark.parametrize(
+    ("claims", "needle"),
+    [
+        (
+            [{"id": "same", "vary": {"name": "k", "values": [1, 2]}}],
+            r"claim\[0\] \(k = 2\): key `id`: claim `same` is also made by claim\[0\] \(k = 1\)",
+        ),
+        (
+            [{"id": "c1"}, {"id": "c{k}", "vary": {"name": "k", "values": [0, 1]}}],
+            r"claim\[1\] \(k = 1\): key `id`: claim `c1` is also made by claim\[0\]",
+        ),
+        (
+            [{"id": "c{k}", "vary": {"name": "k-x", "values": [1]}}],
+            r"claim\[0\]: key `vary.name`",
+        ),
+        (
+            [{"id": "c{k}", "vary": [{"name": "k", "values": [1]}, {"name": "k", "values": [2]}]}],
+            r"claim\[0\]: key `vary`: two tables vary the same name",
+        ),
+        (
+            [{"id": "c{k}", "experiment": "e{k}", "vary": {"name": "k", "values": [1, 2]}}],
+            r"claim\[0\] \(k = 2\): key `experiment`: no experiment `e2`",
+        ),
+    ],
+)
+def test_bad_claim_vary_names_the_entry(
+    tmp_path: Path, claims: list[dict[str, Any]], needle: str
+) -> None:
+    base = {"text": "t", "experiment": "e1", "metric": "m", "check": {"op": "<", "value": 1}}
+    spec, path = _paper(tmp_path, {"claim": [base | c for c in claims]})
+    with pytest.raises(PaperError, match=needle):
+        _claims(spec, path, {"e1": [1]})
+
+
+def test_a_swept_experiment_gets_one_table(tmp_path: Path) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "experiment": [
+                {
+                    "id": "f",
+                    "scenario": "base.toml",
+                    "seeds": [1, 2],
+                    "compare": ["gcc", "bbr"],
+                    "vary": {
+                        "key": "link.0.loss",
+                        "values": [0.0, 0.1],
+                        "name": "p",
+                        "columns": ["flow:media.lat", "{flow:media.lat} - {flow:media.formula}"],
+                    },
+                },
+                {
+                    "id": "plain",
+                    "scenario": "base.toml",
+                    "vary": {"key": "link.0.loss", "values": [0.2]},
+                },
+            ]
+        },
+    )
+    exps = _experiments(spec, path, quick=False)
+
+    def run(lat: float, formula: float) -> dict[str, Any]:
+        return {"flows": [{"name": "media", "lat": lat, "formula": formula}]}
+
+    summaries = {
+        "f-p0-gcc": [run(10, 9), run(20, 18)],
+        "f-p0-bbr": [run(30, 30), run(30, 30)],
+        "f-p0.1-gcc": [run(40, 0), run(40, 0)],
+        "f-p0.1-bbr": [run(1, 1), {"flows": []}],
+        "plain-loss0.2": [run(1, 1)],
+    }
+    text = _markdown({}, "toy", False, exps, summaries, [], {}, tmp_path)
+    lines = text.splitlines()
+    start = lines.index("## f: p = 0, 0.1")
+    assert start < lines.index("## f-p0"), "the sweep comes before its values' sections"
+    gcc = lines.index("Controller `gcc`:")
+    assert lines[gcc + 2 : gcc + 6] == [
+        "| p | `flow:media.lat` | `{flow:media.lat} - {flow:media.formula}` |",
+        "|---|---|---|",
+        "| 0 | 15 | 1.5 |",
+        "| 0.1 | 40 | 40 |",
+    ]
+    bbr = lines.index("Controller `bbr`:")
+    assert lines[bbr + 4 : bbr + 6] == ["| 0 | 30 | 0 |", "| 0.1 | 1 | 0 |"]
+    assert "`link.0.loss` set to each value (experiments `f-p<value>-<controller>`)" in text
+    assert "Scenario `base.toml`, `link.0.loss` = 0.1." in text
+    assert text.count("## f: p =") == 1
+    assert "## plain:" not in text, "no columns, no table"
+    assert "## plain-loss0.2" in text
+
+
+def test_quick_duration_wins_over_set_and_vary(tmp_path: Path) -> None:
+    spec, path = _paper(
+        tmp_path,
+        {
+            "experiment": [
+                {
+                    "id": "long",
+                    "scenario": "base.toml",
+                    "set": {"duration": "150s"},
+                    "quick": {"duration": "3s"},
+                },
+                {
+                    "id": "sweep",
+                    "scenario": "base.toml",
+                    "vary": {"key": "duration", "values": ["60s", "90s"]},
+                    "quick": {"duration": "3s"},
+                },
+            ]
+        },
+    )
+    full = _experiments(spec, path, quick=False)
+    assert full["long"].scenario["duration"] == "150s"
+    assert full["sweep-duration90s"].scenario["duration"] == "90s"
+    quick = _experiments(spec, path, quick=True)
+    assert {e.scenario["duration"] for e in quick.values()} == {"3s"}
