@@ -599,12 +599,12 @@ def _compared(
             (
                 k
                 for k, f in enumerate(flows)
-                if (f.get("name") == name if name is not None else f.get("kind") == "media")
+                if (f.get("name") == name if name is not None else f.get("kind") in ("media", "live"))
             ),
             None,
         )
         if index is None:
-            what = f"no flow named `{name}`" if name is not None else "no media flow"
+            what = f"no flow named `{name}`" if name is not None else "no media or live flow"
             raise PaperError(f"{where}: key `flow`: {scenario_path} has {what}")
         indices.append(index)
     per_cc = exp.get("cc_config", {})
