@@ -31,10 +31,14 @@
 //! No decision depends on hash-map order.
 //!
 //! One departure from the letter of §V-B: the paper deletes a datum once its
-//! reinjections reach `K_θ`; here it stays (ineligible) until acknowledged, so
-//! that a later ARQ retransmission of it does not re-admit it with a fresh
-//! budget — §VIII-C's example has the sender reinject a datum `K` times and
-//! then leave it to plain ARQ. See `docs/algorithms/autorec.md`.
+//! reinjections reach `K_θ`; here it stays, marked *exhausted* and never
+//! reinjected again, until acknowledged, so that a later ARQ retransmission
+//! of it does not re-admit it with a fresh budget — §VIII-C's example has the
+//! sender reinject a datum `K` times and then leave it to plain ARQ. A datum
+//! becomes exhausted when its `A_i` reaches the level in force, at a
+//! reinjection or when the level is lowered to `A_i` or below: exactly when
+//! the paper would delete it, so a later rise of `K_θ` gives it nothing more.
+//! See `docs/algorithms/autorec.md`.
 
 use std::collections::VecDeque;
 
@@ -59,6 +63,9 @@ pub struct ReinjectionStatus {
     pub last_sent: Instant,
     /// `A_i`: reinjections performed so far.
     pub reinjections: u32,
+    /// `A_i` reached `K_θ` (where §V-B deletes the datum): never reinjected
+    /// again.
+    pub exhausted: bool,
 }
 
 /// A reinjection the queue asks for: send one more copy of `data_id` now.
@@ -121,10 +128,16 @@ impl ReinjectionQueue {
     }
 
     /// Sets `K_θ` (from the Redundancy Adapter, at each decision interval).
-    /// Applies to every later reinjection, including of data already queued:
-    /// a datum with `A_i ≥ K_θ` is skipped (not removed).
+    /// Applies to every later reinjection, including of data already queued;
+    /// a queued datum with `A_i ≥ K_θ` becomes exhausted (§V-B deletes it)
+    /// and is skipped from then on, whatever later levels say.
     pub fn set_redundancy_level(&mut self, redundancy_level: u32) {
         self.redundancy_level = redundancy_level;
+        for e in &mut self.entries {
+            if e.reinjections >= redundancy_level {
+                e.exhausted = true;
+            }
+        }
     }
 
     /// `K_θ` in force.
@@ -147,6 +160,7 @@ impl ReinjectionQueue {
                     size,
                     last_sent: now,
                     reinjections: 0,
+                    exhausted: self.redundancy_level == 0,
                 });
                 self.stats.admitted += 1;
             }
@@ -249,7 +263,9 @@ impl ReinjectionQueue {
 
     fn first_eligible(&self) -> Option<usize> {
         let k = self.redundancy_level;
-        self.entries.iter().position(|e| e.reinjections < k)
+        self.entries
+            .iter()
+            .position(|e| !e.exhausted && e.reinjections < k)
     }
 
     fn reinject(&mut self, i: usize, now: Instant) -> Reinjection {
@@ -273,6 +289,9 @@ impl ReinjectionQueue {
             e.last_sent = now;
             if reinjection {
                 e.reinjections += 1;
+                if e.reinjections >= self.redundancy_level {
+                    e.exhausted = true;
+                }
             }
             self.entries.push_back(e);
         }

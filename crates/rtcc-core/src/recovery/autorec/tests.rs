@@ -529,14 +529,42 @@ fn the_level_in_force_applies_to_queued_data() {
     let mut q = queue(3);
     q.on_retransmitted(at(0), 1, Bytes::new(10));
     q.next_for_off_mode(at(1)).unwrap();
-    // K drops to 1: datum 1 (A = 1) may not be reinjected any more.
-    q.set_redundancy_level(1);
-    assert!(!q.has_off_mode_candidate());
-    assert_eq!(q.len(), 1, "kept until acknowledged");
-    // K back to 2: one more.
-    q.set_redundancy_level(2);
+    // K rises to 4 before datum 1 is exhausted: it may get up to 4.
+    q.set_redundancy_level(4);
     assert_eq!(q.next_for_off_mode(at(2)).unwrap().ordinal, 2);
-    assert_eq!(q.redundancy_level(), 2);
+    // K drops to 2: datum 1 (A = 2) has reached it and is exhausted (§V-B
+    // would delete it here).
+    q.set_redundancy_level(2);
+    assert!(!q.has_off_mode_candidate());
+    assert!(q.status(1).unwrap().exhausted);
+    assert_eq!(q.len(), 1, "kept until acknowledged");
+    // K back to 5: nothing more for datum 1, which the paper has deleted.
+    q.set_redundancy_level(5);
+    assert!(!q.has_off_mode_candidate());
+    // A datum admitted now gets the new level's budget.
+    q.on_retransmitted(at(3), 2, Bytes::new(10));
+    assert_eq!(q.next_for_off_mode(at(4)).unwrap().data_id, 2);
+    assert_eq!(q.redundancy_level(), 5);
+}
+
+#[test]
+fn a_datum_exhausted_at_its_level_gets_nothing_when_the_level_rises() {
+    // The RTC runs of §VII-A: K changes every 5 RTTs; replicas per datum
+    // must stay within the level that exhausted it, or the redundancy cost
+    // exceeds β whenever K rises.
+    let mut q = queue(2);
+    q.on_retransmitted(at(0), 1, Bytes::new(10));
+    assert_eq!(q.next_for_off_mode(at(1)).unwrap().ordinal, 1);
+    assert_eq!(q.next_for_off_mode(at(2)).unwrap().ordinal, 2);
+    assert!(q.status(1).unwrap().exhausted);
+    q.set_redundancy_level(10);
+    assert_eq!(q.next_for_off_mode(at(3)), None);
+    assert_eq!(q.next_opportunistic(at(500), ms(1)), None);
+    // Admitted while K = 0: exhausted at once (§V-B: A_i = 0 reaches K = 0).
+    let mut z = queue(0);
+    z.on_retransmitted(at(0), 7, Bytes::new(10));
+    z.set_redundancy_level(3);
+    assert_eq!(z.next_for_off_mode(at(1)), None);
 }
 
 #[test]
@@ -648,7 +676,7 @@ fn q_capacity(q: &ReinjectionQueue) -> usize {
 // sorting on (T_stmp, last-touch sequence) at every query.
 #[derive(Default)]
 struct Model {
-    rows: Vec<(DataId, u64, Instant, u32, u64)>, // id, size, T_stmp, A_i, touch seq
+    rows: Vec<(DataId, u64, Instant, u32, u64, bool)>, // id, size, T_stmp, A_i, touch seq, exhausted
     seq: u64,
     k: u32,
 }
@@ -664,7 +692,7 @@ impl Model {
                 self.rows[i].2 = now;
                 self.rows[i].4 = self.seq;
             }
-            None => self.rows.push((id, size, now, 0, self.seq)),
+            None => self.rows.push((id, size, now, 0, self.seq, self.k == 0)),
         }
     }
     fn acked(&mut self, id: DataId) {
@@ -674,7 +702,7 @@ impl Model {
     }
     fn oldest_allowed(&self) -> Option<usize> {
         (0..self.rows.len())
-            .filter(|&i| self.rows[i].3 < self.k)
+            .filter(|&i| !self.rows[i].5 && self.rows[i].3 < self.k)
             .min_by_key(|&i| (self.rows[i].2, self.rows[i].4))
     }
     fn reinject(&mut self, now: Instant, i: usize) -> (DataId, u32) {
@@ -683,6 +711,9 @@ impl Model {
         r.2 = now;
         r.3 += 1;
         r.4 = self.seq;
+        if r.3 >= self.k {
+            r.5 = true;
+        }
         (r.0, r.3)
     }
     fn off_mode(&mut self, now: Instant) -> Option<(DataId, u32)> {
@@ -692,7 +723,7 @@ impl Model {
     fn opportunistic(&mut self, now: Instant, t_thres: Duration) -> Option<(DataId, u32)> {
         // Any allowed datum silent for more than T_thres, the oldest first.
         let i = (0..self.rows.len())
-            .filter(|&i| self.rows[i].3 < self.k && now - self.rows[i].2 > t_thres)
+            .filter(|&i| !self.rows[i].5 && self.rows[i].3 < self.k && now - self.rows[i].2 > t_thres)
             .min_by_key(|&i| (self.rows[i].2, self.rows[i].4))?;
         Some(self.reinject(now, i))
     }
@@ -752,6 +783,11 @@ proptest! {
                 Op::SetLevel(k) => {
                     q.set_redundancy_level(k);
                     m.k = k;
+                    for r in &mut m.rows {
+                        if r.3 >= k {
+                            r.5 = true;
+                        }
+                    }
                 }
             }
             let stamps: Vec<Instant> = q.iter().map(|e| e.last_sent).collect();
@@ -759,7 +795,10 @@ proptest! {
             prop_assert_eq!(q.len(), m.rows.len());
             for r in &m.rows {
                 let s = q.status(r.0).unwrap();
-                prop_assert_eq!((s.size.get(), s.last_sent, s.reinjections), (r.1, r.2, r.3));
+                prop_assert_eq!(
+                    (s.size.get(), s.last_sent, s.reinjections, s.exhausted),
+                    (r.1, r.2, r.3, r.5)
+                );
             }
         }
     }
