@@ -334,8 +334,60 @@ fn config_presets_and_validation() {
 
 // ---------------------------------------------------------------- RedundancyAdapter
 
+/// An adapter measuring each interval alone (the paper's letter), so that
+/// the tests can count the interval's packets.
 fn adapter() -> RedundancyAdapter {
-    RedundancyAdapter::new(at(0), AutoRecConfig::default()).unwrap()
+    let c = AutoRecConfig {
+        min_resolved_packets: 0,
+        ..AutoRecConfig::default()
+    };
+    RedundancyAdapter::new(at(0), c).unwrap()
+}
+
+#[test]
+fn short_intervals_are_pooled_until_enough_packets_resolved() {
+    let c = AutoRecConfig {
+        min_resolved_packets: 100,
+        ..AutoRecConfig::default()
+    };
+    assert_eq!(AutoRecConfig::default().min_resolved_packets, 1000);
+    let mut a = RedundancyAdapter::new(at(0), c).unwrap();
+    a.on_rtt(at(0), ms(60));
+    // Interval 1: 40 acked, 2 lost (80 ms each).
+    for i in 0..40 {
+        a.on_packet_acked(at(i));
+    }
+    a.on_packet_lost(at(50), ms(80));
+    a.on_packet_lost(at(51), ms(80));
+    let r1 = a.poll_decision(at(300)).unwrap();
+    assert_eq!(
+        (r1.acked, r1.lost, r1.intervals_pooled),
+        (40, 2, 1),
+        "nothing to pool yet"
+    );
+    // Interval 2: 30 acked, 1 lost (20 ms): pooled with interval 1 (73 < 100).
+    for i in 0..30 {
+        a.on_packet_acked(at(300 + i));
+    }
+    a.on_packet_lost(at(350), ms(20));
+    let r2 = a.poll_decision(at(600)).unwrap();
+    assert_eq!((r2.acked, r2.lost, r2.intervals_pooled), (70, 3, 2));
+    assert!(close(r2.loss_rate.get(), 3.0 / 73.0));
+    assert_eq!(r2.t_unit, Some(ms(60)), "(80 + 80 + 20) / 3");
+    // Interval 3: 120 acked, no loss: enough alone, and loss-free → K = 0.
+    for i in 0..120 {
+        a.on_packet_acked(at(600 + i));
+    }
+    let r3 = a.poll_decision(at(900)).unwrap();
+    assert_eq!((r3.acked, r3.lost, r3.intervals_pooled), (120, 0, 1));
+    assert_eq!(r3.decision.redundancy_level, 0);
+    // Interval 4: 10 acked, 1 lost: pooled with interval 3 only (131 ≥ 100).
+    for i in 0..10 {
+        a.on_packet_acked(at(900 + i));
+    }
+    a.on_packet_lost(at(950), ms(40));
+    let r4 = a.poll_decision(at(1200)).unwrap();
+    assert_eq!((r4.acked, r4.lost, r4.intervals_pooled), (130, 1, 2));
 }
 
 #[test]
@@ -723,7 +775,9 @@ impl Model {
     fn opportunistic(&mut self, now: Instant, t_thres: Duration) -> Option<(DataId, u32)> {
         // Any allowed datum silent for more than T_thres, the oldest first.
         let i = (0..self.rows.len())
-            .filter(|&i| !self.rows[i].5 && self.rows[i].3 < self.k && now - self.rows[i].2 > t_thres)
+            .filter(|&i| {
+                !self.rows[i].5 && self.rows[i].3 < self.k && now - self.rows[i].2 > t_thres
+            })
             .min_by_key(|&i| (self.rows[i].2, self.rows[i].4))?;
         Some(self.reinject(now, i))
     }
