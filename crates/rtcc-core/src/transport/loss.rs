@@ -539,3 +539,124 @@ impl Default for LossDetector {
         Self::new(LossDetectorConfig::default())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::ack::{AckRange, AckTracker};
+
+    const MTU: Bytes = Bytes::new(1200);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_millis(ms)
+    }
+
+    fn frame(ranges: &[(u64, u64)]) -> AckFrame {
+        let ranges = ranges
+            .iter()
+            .map(|&(smallest, largest)| AckRange { smallest, largest })
+            .collect();
+        AckFrame::new(Duration::ZERO, ranges).unwrap()
+    }
+
+    #[test]
+    fn reusing_variants_match_the_allocating_ones() {
+        // Two detectors fed the same events: one through the allocating
+        // API, one through the `_into` variants with buffers reused across
+        // calls. Every result must agree. Packets 0..400 at 1 ms spacing,
+        // every 7th lost, ACKs every 4 ms built by a tracker, timers fired.
+        let mut a = LossDetector::default();
+        let mut b = LossDetector::default();
+        let mut tracker = AckTracker::new(8);
+        let mut outcome = AckOutcome::default();
+        let mut lost = Vec::new();
+        let mut seen_lost = 0;
+        let mut timeouts = [0u32; 3];
+        for t in 0..1_000u64 {
+            let now = at(t);
+            if t < 400 {
+                a.on_packet_sent(now, t, MTU, true, t);
+                b.on_packet_sent(now, t, MTU, true, t);
+            }
+            // Delivered 40 ms later unless dropped (every 7th, and 398: a
+            // tail loss only the time threshold finds).
+            if (40..440).contains(&t) && (t - 40) % 7 != 3 && t != 438 {
+                tracker.on_packet_received(now, t - 40);
+            }
+            if t % 4 == 0 && t >= 70 {
+                if let Some(f) = tracker.build_ack(now) {
+                    let want = a.on_ack_received(now, &f).unwrap();
+                    b.on_ack_received_into(now, &f, &mut outcome).unwrap();
+                    assert_eq!(outcome, want, "ack at {t} ms");
+                    seen_lost += want.lost.len();
+                }
+            }
+            if a.poll_timeout().is_some_and(|d| d <= now) {
+                let want = a.on_timeout(now);
+                let kind = b.on_timeout_into(now, &mut lost);
+                match want {
+                    TimeoutOutcome::NotDue => {
+                        timeouts[0] += 1;
+                        assert_eq!(kind, TimeoutKind::NotDue);
+                    }
+                    TimeoutOutcome::Probe { count } => {
+                        timeouts[1] += 1;
+                        assert_eq!(kind, TimeoutKind::Probe { count });
+                        assert!(lost.is_empty());
+                    }
+                    TimeoutOutcome::Lost(l) => {
+                        timeouts[2] += 1;
+                        assert_eq!(kind, TimeoutKind::Lost);
+                        assert_eq!(lost, l);
+                        seen_lost += l.len();
+                    }
+                }
+            }
+            assert_eq!(a.poll_timeout(), b.poll_timeout());
+            assert!(a.outstanding().eq(b.outstanding()));
+            assert_eq!(a.bytes_in_flight(), b.bytes_in_flight());
+        }
+        assert_eq!(a.stats(), b.stats());
+        assert!(seen_lost >= 50, "losses exercised: {seen_lost}");
+        assert!(
+            timeouts[2] > 0,
+            "time-threshold timeouts exercised: {timeouts:?}"
+        );
+        assert_eq!(a.stats().packets_acked + a.stats().packets_lost, 400);
+        // An invalid ACK leaves the reused outcome empty.
+        let bad = frame(&[(500, 500)]);
+        assert!(b
+            .on_ack_received_into(at(2_000), &bad, &mut outcome)
+            .is_err());
+        assert_eq!(outcome, AckOutcome::default());
+    }
+
+    #[test]
+    fn skipped_packet_numbers_are_not_outstanding() {
+        let mut d = LossDetector::default();
+        for pn in [3, 4, 9, 10, 11, 20] {
+            d.on_packet_sent(at(pn), pn, MTU, true, pn);
+        }
+        let pns = |d: &LossDetector| d.outstanding().map(|p| p.packet_number).collect::<Vec<_>>();
+        assert_eq!(pns(&d), vec![3, 4, 9, 10, 11, 20]);
+        assert_eq!(d.bytes_in_flight(), Bytes::new(6 * 1200));
+        // Ranges reaching below the oldest tracked number, and one over
+        // skipped numbers only.
+        let out = d
+            .on_ack_received(at(30), &frame(&[(9, 20), (5, 7), (0, 3)]))
+            .unwrap();
+        let acked: Vec<_> = out.newly_acked.iter().map(|p| p.packet_number).collect();
+        assert_eq!(acked, vec![3, 9, 10, 11, 20]);
+        // 4 is 16 below the largest acked: lost by the packet threshold.
+        assert_eq!(out.lost.len(), 1);
+        assert_eq!(out.lost[0].packet.packet_number, 4);
+        assert_eq!(out.lost[0].reason, LossReason::PacketThreshold);
+        assert!(d.outstanding().next().is_none());
+        assert_eq!(d.bytes_in_flight(), Bytes::ZERO);
+        // After the ring emptied, numbering resumes above the largest sent.
+        d.on_packet_sent(at(31), 40, MTU, true, 40);
+        assert_eq!(pns(&d), vec![40]);
+        let out = d.on_ack_received(at(60), &frame(&[(40, 40)])).unwrap();
+        assert_eq!(out.newly_acked.len(), 1);
+    }
+}

@@ -529,7 +529,10 @@ impl TransportSender {
             }
             self.on_packet_lost(now, l);
         }
-        report.packets.sort_by_key(|p| p.sent.seq);
+        // Packet numbers are unique in a report (acked and lost are
+        // disjoint), so the unstable sort gives the stable sort's order, and
+        // it never allocates (the stable one does past a few dozen entries).
+        report.packets.sort_unstable_by_key(|p| p.sent.seq);
         if !report.packets.is_empty() {
             self.cc.on_feedback(now, &report);
         }
@@ -844,11 +847,15 @@ impl TransportSender {
             last_in_frame: last,
             bytes_in_flight: self.loss.bytes_in_flight(),
         };
+        // Trim before the push, so the log never holds more than
+        // CONTENT_LOG entries (trimming after it briefly held one more, which
+        // doubled the ring's capacity). The new packet is in flight, so it
+        // would never have been trimmed: the content is the same.
+        self.trim_log();
         if self.log.is_empty() {
             self.log_base = pn;
         }
         self.log.push_back(PnRecord { sent, payload });
-        self.trim_log();
         if let (Some(f), Payload::Data { media, copy, .. }) = (self.fec.as_mut(), payload) {
             let end_of_frame = copy == CopyKind::Original && media.last_in_frame;
             f.on_packet_sent(now, pn, size, end_of_frame);
