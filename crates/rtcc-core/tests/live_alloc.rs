@@ -307,14 +307,20 @@ fn steady_state_allocates_nothing(recovery: RecoveryScheme, seed: u64) {
     // The window really exercised the paths it claims to.
     assert!(after.packets_sent - before.packets_sent > 3_000, "{name}");
     assert!(after.acks_received - before.acks_received > 1_000, "{name}");
-    assert!(link.receiver.stats().acks_sent - acks_before > 1_000, "{name}");
+    assert!(
+        link.receiver.stats().acks_sent - acks_before > 1_000,
+        "{name}"
+    );
     assert!(link.dropped - dropped_before > 100, "{name}");
     assert!(after.packets_lost - before.packets_lost > 100, "{name}");
     assert!(
         after.retransmissions_sent - before.retransmissions_sent > 50,
         "{name}"
     );
-    assert!(link.receiver.delivered() - delivered_before > 3_000, "{name}");
+    assert!(
+        link.receiver.delivered() - delivered_before > 3_000,
+        "{name}"
+    );
     match name {
         "autorec" => assert!(
             after.reinjections_sent > before.reinjections_sent,
