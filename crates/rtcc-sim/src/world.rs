@@ -1851,25 +1851,30 @@ impl World {
     }
 
     /// Live receiver: every ACK due goes back on the reverse path (its frame
-    /// in a reused `ack_pool` slot); then the timer is re-armed.
+    /// refilled in a reused `ack_pool` slot); then the timer is re-armed.
     fn service_live_receiver(&mut self, fi: usize) {
         let now = self.now;
         loop {
             let ReceiverEp::Live(r) = &mut self.flows[fi].receiver else {
                 return;
             };
-            let Some(frame) = r.poll_ack(now) else { break };
-            let size = wire::ack_size(frame.ranges().len());
+            // A free slot's frame is refilled in place (no allocation); the
+            // pool grows only while more ACKs are in flight than ever before.
             let slot = match self.ack_free.pop() {
                 Some(s) => {
-                    self.ack_pool[s as usize] = frame;
+                    if !r.poll_ack_into(now, &mut self.ack_pool[s as usize]) {
+                        self.ack_free.push(s);
+                        break;
+                    }
                     s
                 }
                 None => {
+                    let Some(frame) = r.poll_ack(now) else { break };
                     self.ack_pool.push(frame);
                     (self.ack_pool.len() - 1) as u32
                 }
             };
+            let size = wire::ack_size(self.ack_pool[slot as usize].ranges().len());
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Rev,

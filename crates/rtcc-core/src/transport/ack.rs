@@ -8,7 +8,7 @@
 //! the ack delay is a [`Duration`] (the wire's `ack_delay_exponent` scaling is
 //! an encoding detail and is not modelled).
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use crate::time::{Duration, Instant};
 
@@ -81,10 +81,36 @@ pub struct AckFrame {
 impl AckFrame {
     /// Builds a frame from ranges in descending order (newest first).
     pub fn new(ack_delay: Duration, ranges: Vec<AckRange>) -> Result<Self, AckFrameError> {
-        if ranges.is_empty() {
+        Self::validate(ranges.iter().copied())?;
+        Ok(Self { ack_delay, ranges })
+    }
+
+    /// Replaces the frame's content with `ranges` (descending, newest first)
+    /// and `ack_delay`, reusing its storage: no allocation once the frame has
+    /// held as many ranges. The ranges are validated as by [`new`](Self::new)
+    /// before anything changes, so on an error the frame keeps its previous,
+    /// valid content.
+    pub fn refill<I>(&mut self, ack_delay: Duration, ranges: I) -> Result<(), AckFrameError>
+    where
+        I: IntoIterator<Item = AckRange>,
+        I::IntoIter: Clone,
+    {
+        let ranges = ranges.into_iter();
+        Self::validate(ranges.clone())?;
+        self.ranges.clear();
+        self.ranges.extend(ranges);
+        self.ack_delay = ack_delay;
+        Ok(())
+    }
+
+    /// RFC 9000 §19.3.1 checks shared by [`new`](Self::new) and
+    /// [`refill`](Self::refill), in this order: no ranges, an inverted range,
+    /// then neighbours that do not descend with a gap.
+    fn validate(ranges: impl Iterator<Item = AckRange> + Clone) -> Result<(), AckFrameError> {
+        if ranges.clone().next().is_none() {
             return Err(AckFrameError::NoRanges);
         }
-        for r in &ranges {
+        for r in ranges.clone() {
             if r.smallest > r.largest {
                 return Err(AckFrameError::InvertedRange {
                     smallest: r.smallest,
@@ -92,17 +118,21 @@ impl AckFrame {
                 });
             }
         }
-        for w in ranges.windows(2) {
-            // §19.3.1: next range's largest = previous smallest − gap − 2, so
-            // at most previous smallest − 2.
-            if w[1].largest.saturating_add(2) > w[0].smallest {
-                return Err(AckFrameError::NotDescending {
-                    previous_smallest: w[0].smallest,
-                    largest: w[1].largest,
-                });
+        let mut previous: Option<AckRange> = None;
+        for r in ranges {
+            if let Some(p) = previous {
+                // §19.3.1: next range's largest = previous smallest − gap − 2,
+                // so at most previous smallest − 2.
+                if r.largest.saturating_add(2) > p.smallest {
+                    return Err(AckFrameError::NotDescending {
+                        previous_smallest: p.smallest,
+                        largest: r.largest,
+                    });
+                }
             }
+            previous = Some(r);
         }
-        Ok(Self { ack_delay, ranges })
+        Ok(())
     }
 
     /// The Largest Acknowledged field (§19.3).
@@ -138,9 +168,11 @@ impl AckFrame {
 /// is measured from the receipt of the largest received packet (§13.2.5).
 #[derive(Debug, Clone)]
 pub struct AckTracker {
-    /// Received packet numbers as disjoint, non-adjacent inclusive ranges,
-    /// keyed by smallest, value largest.
-    ranges: BTreeMap<PacketNumber, PacketNumber>,
+    /// Received packet numbers as disjoint, non-adjacent inclusive ranges in
+    /// ascending order. A sorted ring rather than a map: nodes would be
+    /// allocated per new range, while the ring reaches its capacity once (the
+    /// receiver bounds the range count) and then allocates nothing.
+    ranges: VecDeque<AckRange>,
     /// Largest packet number received and when it arrived.
     largest: Option<(PacketNumber, Instant)>,
     /// Packet numbers below this are no longer tracked and count as duplicates.
@@ -166,7 +198,7 @@ impl AckTracker {
     /// An empty tracker that puts at most `max_ranges` ranges (at least 1) in a frame.
     pub fn new(max_ranges: usize) -> Self {
         Self {
-            ranges: BTreeMap::new(),
+            ranges: VecDeque::new(),
             largest: None,
             floor: 0,
             max_ranges: max_ranges.max(1),
@@ -179,26 +211,32 @@ impl AckTracker {
             return Received::Duplicate;
         }
         // Merge with the range just below (ending at pn − 1) and/or the range
-        // just above (starting at pn + 1).
-        let below = self
-            .ranges
-            .range(..pn)
-            .next_back()
-            .filter(|(_, &hi)| hi + 1 == pn)
-            .map(|(&lo, _)| lo);
-        let above = pn
-            .checked_add(1)
-            .and_then(|next| self.ranges.get(&next).map(|&hi| (next, hi)));
-        let mut lo = pn;
-        let mut hi = pn;
-        if let Some(b) = below {
-            lo = b;
+        // just above (starting at pn + 1). Ranges `..i` start below `pn` (and,
+        // `pn` not being received, also end below it); ranges `i..` start above.
+        let i = self.ranges.partition_point(|r| r.smallest < pn);
+        let below = i
+            .checked_sub(1)
+            .filter(|&b| self.ranges[b].largest + 1 == pn);
+        let above = Some(i).filter(|&a| {
+            self.ranges
+                .get(a)
+                .is_some_and(|r| pn.checked_add(1) == Some(r.smallest))
+        });
+        match (below, above) {
+            (Some(b), Some(a)) => {
+                self.ranges[b].largest = self.ranges[a].largest;
+                self.ranges.remove(a);
+            }
+            (Some(b), None) => self.ranges[b].largest = pn,
+            (None, Some(a)) => self.ranges[a].smallest = pn,
+            (None, None) => self.ranges.insert(
+                i,
+                AckRange {
+                    smallest: pn,
+                    largest: pn,
+                },
+            ),
         }
-        if let Some((a_lo, a_hi)) = above {
-            self.ranges.remove(&a_lo);
-            hi = a_hi;
-        }
-        self.ranges.insert(lo, hi);
         if self.largest.is_none_or(|(l, _)| pn > l) {
             self.largest = Some((pn, now));
         }
@@ -207,10 +245,9 @@ impl AckTracker {
 
     /// True if `pn` has been received (and is at or above the floor).
     pub fn contains(&self, pn: PacketNumber) -> bool {
-        self.ranges
-            .range(..=pn)
-            .next_back()
-            .is_some_and(|(_, &hi)| pn <= hi)
+        let i = self.ranges.partition_point(|r| r.smallest <= pn);
+        i.checked_sub(1)
+            .is_some_and(|b| pn <= self.ranges[b].largest)
     }
 
     /// Largest packet number received so far.
@@ -223,16 +260,28 @@ impl AckTracker {
     /// packet (RFC 9000 §13.2.5). `None` before any packet arrived.
     pub fn build_ack(&self, now: Instant) -> Option<AckFrame> {
         let (_, received_at) = self.largest?;
-        let ranges: Vec<AckRange> = self
-            .ranges
-            .iter()
-            .rev()
-            .take(self.max_ranges)
-            .map(|(&smallest, &largest)| AckRange { smallest, largest })
-            .collect();
+        let ranges: Vec<AckRange> = self.newest_ranges().collect();
         // Invariant: the stored ranges are disjoint and non-adjacent (merged on
         // insert) and non-empty once `largest` is set, so they form a valid frame.
         AckFrame::new(now - received_at, ranges).ok()
+    }
+
+    /// [`build_ack`](Self::build_ack) into an existing frame, reusing its
+    /// storage (no allocation once the frame has held `max_ranges` ranges).
+    /// Returns `false`, leaving `frame` unchanged, before any packet arrived.
+    pub fn build_ack_into(&self, now: Instant, frame: &mut AckFrame) -> bool {
+        let Some((_, received_at)) = self.largest else {
+            return false;
+        };
+        // Invariant as in `build_ack`: the ranges form a valid frame.
+        frame
+            .refill(now - received_at, self.newest_ranges())
+            .is_ok()
+    }
+
+    /// The newest `max_ranges` ranges, newest first.
+    fn newest_ranges(&self) -> impl Iterator<Item = AckRange> + Clone + '_ {
+        self.ranges.iter().rev().take(self.max_ranges).copied()
     }
 
     /// Stops tracking packet numbers below `pn` (RFC 9000 §13.2.4: once an ACK
@@ -243,16 +292,12 @@ impl AckTracker {
             return;
         }
         self.floor = pn;
-        let keep = self.ranges.split_off(&pn);
-        let straddling = self
-            .ranges
-            .iter()
-            .next_back()
-            .filter(|(_, &hi)| hi >= pn)
-            .map(|(_, &hi)| hi);
-        self.ranges = keep;
-        if let Some(hi) = straddling {
-            self.ranges.insert(pn, hi);
+        while self.ranges.front().is_some_and(|r| r.largest < pn) {
+            self.ranges.pop_front();
+        }
+        // A range straddling `pn` keeps its part at or above it.
+        if let Some(r) = self.ranges.front_mut() {
+            r.smallest = r.smallest.max(pn);
         }
     }
 
@@ -295,6 +340,87 @@ mod tests {
         assert_eq!(f.largest_acknowledged(), 6);
         assert_eq!(f.packet_numbers().collect::<Vec<_>>(), vec![6, 5, 3, 2, 1]);
         assert!(f.acknowledges(2) && !f.acknowledges(4));
+    }
+
+    #[test]
+    fn refill_reuses_the_frame_and_keeps_it_valid() {
+        let d = Duration::from_millis(3);
+        let mut f = AckFrame::new(Duration::ZERO, vec![r(9, 9), r(5, 7), r(0, 2)]).unwrap();
+        let capacity = f.ranges.capacity();
+        f.refill(d, [r(20, 21), r(10, 12)]).unwrap();
+        assert_eq!(f.ranges(), &[r(20, 21), r(10, 12)]);
+        assert_eq!(f.ack_delay(), d);
+        assert_eq!(f.largest_acknowledged(), 21);
+        assert_eq!(f.ranges.capacity(), capacity, "storage reused");
+        // Invalid content is refused with `new`'s errors, in `new`'s order,
+        // and the frame keeps its previous content.
+        let before = f.clone();
+        assert_eq!(f.refill(d, []), Err(AckFrameError::NoRanges));
+        assert!(matches!(
+            f.refill(Duration::ZERO, [r(9, 8), r(7, 7)]),
+            Err(AckFrameError::InvertedRange {
+                smallest: 9,
+                largest: 8
+            })
+        ));
+        assert!(matches!(
+            f.refill(Duration::ZERO, [r(5, 6), r(3, 4)]),
+            Err(AckFrameError::NotDescending {
+                previous_smallest: 5,
+                largest: 4
+            })
+        ));
+        // Inverted takes precedence over an earlier ordering fault, as in `new`.
+        let bad = [r(1, 2), r(5, 6), r(9, 8)];
+        assert_eq!(
+            f.refill(Duration::ZERO, bad).unwrap_err(),
+            AckFrame::new(Duration::ZERO, bad.to_vec()).unwrap_err()
+        );
+        assert_eq!(f, before);
+    }
+
+    #[test]
+    fn build_ack_into_matches_build_ack_against_a_set_model() {
+        // A deterministic scramble of arrivals (with duplicates and late
+        // packets) against a naive model: the set of received numbers.
+        let mut t = AckTracker::new(4);
+        let mut model = std::collections::BTreeSet::new();
+        let mut frame = AckFrame::new(Duration::ZERO, vec![r(0, 0)]).unwrap();
+        assert!(!t.build_ack_into(Instant::ZERO, &mut frame));
+        assert_eq!(frame.ranges(), &[r(0, 0)], "unchanged without packets");
+        let mut x: u64 = 12345;
+        for step in 0..2_000u64 {
+            // xorshift64
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let pn = (step / 2 + x % 13).saturating_sub(6);
+            let now = Instant::from_millis(step);
+            let fresh = pn >= t.floor && model.insert(pn);
+            let got = t.on_packet_received(now, pn);
+            assert_eq!(got == Received::New, fresh, "pn {pn} at step {step}");
+            for q in [pn, pn + 1, pn.saturating_sub(1)] {
+                assert_eq!(t.contains(q), q >= t.floor && model.contains(&q));
+            }
+            if step % 97 == 96 {
+                t.forget_below(step / 2 - 20);
+                model.retain(|&q| q >= step / 2 - 20);
+            }
+            // Ranges of the model, newest first.
+            let mut want: Vec<AckRange> = Vec::new();
+            for &q in model.iter().rev() {
+                match want.last_mut() {
+                    Some(last) if last.smallest == q + 1 => last.smallest = q,
+                    _ => want.push(r(q, q)),
+                }
+            }
+            assert_eq!(t.range_count(), want.len());
+            want.truncate(4);
+            let built = t.build_ack(now).unwrap();
+            assert!(t.build_ack_into(now, &mut frame));
+            assert_eq!(frame, built);
+            assert_eq!(frame.ranges(), &want[..]);
+        }
     }
 
     #[test]

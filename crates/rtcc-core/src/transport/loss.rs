@@ -7,7 +7,7 @@
 //! of Appendix A do not apply. The congestion controller is not called from
 //! here; the caller passes [`AckOutcome`] and [`LostPacket`]s on to it.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use crate::time::{Duration, Instant};
 use crate::transport::ack::{AckFrame, PacketNumber};
@@ -91,6 +91,22 @@ pub struct AckOutcome {
     pub rtt_updated: bool,
 }
 
+/// What the loss-detection timer did, as reported by
+/// [`LossDetector::on_timeout_into`]: the lost packets, if any, are in the
+/// caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// The timer was not due (or not armed): nothing happened.
+    NotDue,
+    /// The time threshold fired (§6.1.2): the buffer holds the lost packets.
+    Lost,
+    /// The PTO fired (§6.2.4); see [`TimeoutOutcome::Probe`].
+    Probe {
+        /// Number of probe packets to send.
+        count: usize,
+    },
+}
+
 /// What the loss-detection timer did (RFC 9002 Appendix A.9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TimeoutOutcome {
@@ -159,8 +175,17 @@ impl LossStats {
 pub struct LossDetector {
     config: LossDetectorConfig,
     rtt: RttEstimator,
-    /// Unacknowledged, not-yet-lost packets by packet number (A.1.1 `sent_packets`).
-    sent: BTreeMap<PacketNumber, TransportPacket>,
+    /// Unacknowledged, not-yet-lost packets (A.1.1 `sent_packets`): entry
+    /// `i` is packet number `sent_base + i`, `None` once acked or lost (or
+    /// never sent, for a skipped number). The front is always `Some` (trimmed
+    /// after each removal), so the oldest outstanding packet is the front.
+    /// A ring rather than a map: packet numbers are increasing and nearly
+    /// dense, and a map allocates a node per packet sent while the ring
+    /// reaches its capacity (about one RTT of packets) and then allocates
+    /// nothing.
+    sent: VecDeque<Option<TransportPacket>>,
+    /// Packet number of `sent[0]`.
+    sent_base: PacketNumber,
     largest_sent: Option<PacketNumber>,
     /// A.2 `largest_acked_packet`.
     largest_acked: Option<PacketNumber>,
@@ -185,7 +210,8 @@ impl LossDetector {
         Self {
             config,
             rtt: RttEstimator::new(),
-            sent: BTreeMap::new(),
+            sent: VecDeque::new(),
+            sent_base: 0,
             largest_sent: None,
             largest_acked: None,
             time_of_last_ack_eliciting: None,
@@ -226,16 +252,20 @@ impl LossDetector {
             return;
         }
         self.largest_sent = Some(packet_number);
-        self.sent.insert(
+        if self.sent.is_empty() {
+            self.sent_base = packet_number;
+        }
+        // Skipped packet numbers (none in our sender) become empty entries.
+        while self.sent_base + (self.sent.len() as u64) < packet_number {
+            self.sent.push_back(None);
+        }
+        self.sent.push_back(Some(TransportPacket {
             packet_number,
-            TransportPacket {
-                packet_number,
-                time_sent: now,
-                size,
-                ack_eliciting,
-                token,
-            },
-        );
+            time_sent: now,
+            size,
+            ack_eliciting,
+            token,
+        }));
         self.stats.packets_sent += 1;
         if ack_eliciting {
             // A.5: in flight; time_of_last_ack_eliciting_packet = now.
@@ -249,12 +279,31 @@ impl LossDetector {
     /// Processes an ACK frame (A.7 `OnAckReceived`). Returns the newly acked
     /// and newly lost packets; the caller feeds them to its congestion
     /// controller and data layer. An ACK of a packet never sent is an error
-    /// and changes nothing.
+    /// and changes nothing. Allocates the outcome's vectors;
+    /// [`on_ack_received_into`](Self::on_ack_received_into) reuses them.
     pub fn on_ack_received(
         &mut self,
         now: Instant,
         ack: &AckFrame,
     ) -> Result<AckOutcome, AckError> {
+        let mut outcome = AckOutcome::default();
+        self.on_ack_received_into(now, ack, &mut outcome)?;
+        Ok(outcome)
+    }
+
+    /// [`on_ack_received`](Self::on_ack_received) into a caller-owned
+    /// outcome: `outcome` is cleared, then filled (its vectors keep their
+    /// capacity, so a reused outcome makes the ACK path allocation-free). On
+    /// an error `outcome` is left empty.
+    pub fn on_ack_received_into(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        outcome: &mut AckOutcome,
+    ) -> Result<(), AckError> {
+        outcome.newly_acked.clear();
+        outcome.lost.clear();
+        outcome.rtt_updated = false;
         let largest = ack.largest_acknowledged();
         self.last_now = self.last_now.max(now);
         if self.largest_sent.is_none_or(|l| largest > l) {
@@ -266,25 +315,22 @@ impl LossDetector {
         // A.7: largest_acked_packet = max(largest_acked_packet, ack.largest_acked).
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
 
-        // A.7 DetectAndRemoveAckedPackets: walk the outstanding packets inside
-        // each range (ranges are few, outstanding packets may be many).
-        let mut outcome = AckOutcome::default();
+        // A.7 DetectAndRemoveAckedPackets: walk the tracked packet numbers
+        // inside each range, ascending (a range is clipped to the tracked
+        // span, so a wide range costs no more than the packets in flight).
         for range in ack.ranges().iter().rev() {
-            let pns: Vec<PacketNumber> = self
-                .sent
-                .range(range.smallest..=range.largest)
-                .map(|(&pn, _)| pn)
-                .collect();
-            for pn in pns {
-                if let Some(p) = self.sent.remove(&pn) {
+            let (from, to) = self.span_indices(range.smallest, range.largest);
+            for i in from..to {
+                if let Some(p) = self.sent[i].take() {
                     self.remove_from_flight(&p);
                     outcome.newly_acked.push(p);
                 }
             }
         }
+        self.trim_sent();
         if outcome.newly_acked.is_empty() {
             // A.7: "Nothing to do if there are no newly acked packets."
-            return Ok(outcome);
+            return Ok(());
         }
         self.stats.packets_acked += outcome.newly_acked.len() as u64;
 
@@ -300,12 +346,12 @@ impl LossDetector {
             }
         }
 
-        outcome.lost = self.detect_and_remove_lost_packets(now);
+        self.detect_and_remove_lost_packets(now, &mut outcome.lost);
         // A.7: "Reset pto_count unless the client is unsure if the server has
         // validated the client's address" — we are past that, always reset.
         self.pto_count = 0;
         self.set_loss_detection_timer();
-        Ok(outcome)
+        Ok(())
     }
 
     /// The loss-detection timer (A.8), `None` when disarmed. A deadline that
@@ -316,17 +362,32 @@ impl LossDetector {
     }
 
     /// Fires the loss-detection timer if it is due (A.9 `OnLossDetectionTimeout`).
+    /// Allocates the lost list; [`on_timeout_into`](Self::on_timeout_into)
+    /// reuses a buffer.
     pub fn on_timeout(&mut self, now: Instant) -> TimeoutOutcome {
+        let mut lost = Vec::new();
+        match self.on_timeout_into(now, &mut lost) {
+            TimeoutKind::NotDue => TimeoutOutcome::NotDue,
+            TimeoutKind::Lost => TimeoutOutcome::Lost(lost),
+            TimeoutKind::Probe { count } => TimeoutOutcome::Probe { count },
+        }
+    }
+
+    /// [`on_timeout`](Self::on_timeout) into a caller-owned buffer: `lost`
+    /// is cleared, then holds the packets lost by the time threshold when
+    /// the result is [`TimeoutKind::Lost`] (and is empty otherwise).
+    pub fn on_timeout_into(&mut self, now: Instant, lost: &mut Vec<LostPacket>) -> TimeoutKind {
+        lost.clear();
         self.last_now = self.last_now.max(now);
         match self.timer {
             Some(t) if t <= now => {}
-            _ => return TimeoutOutcome::NotDue,
+            _ => return TimeoutKind::NotDue,
         }
         if self.loss_time.is_some() {
             // A.9: time threshold loss detection.
-            let lost = self.detect_and_remove_lost_packets(now);
+            self.detect_and_remove_lost_packets(now, lost);
             self.set_loss_detection_timer();
-            return TimeoutOutcome::Lost(lost);
+            return TimeoutKind::Lost;
         }
         // A.9: PTO. The timer is only armed with ack-eliciting packets in
         // flight (A.8, address validated), so this is the PTO branch:
@@ -336,7 +397,7 @@ impl LossDetector {
         self.set_loss_detection_timer();
         // Two probes (§6.2.4 allows up to two) improve the odds one gets
         // through on a lossy path; our choice.
-        TimeoutOutcome::Probe { count: 2 }
+        TimeoutKind::Probe { count: 2 }
     }
 
     /// Bytes in flight: the sizes of the outstanding ack-eliciting packets (§2).
@@ -367,7 +428,7 @@ impl LossDetector {
     }
     /// Outstanding packets (neither acked nor lost), ascending.
     pub fn outstanding(&self) -> impl Iterator<Item = &TransportPacket> + '_ {
-        self.sent.values()
+        self.sent.iter().flatten()
     }
     /// Number of outstanding ack-eliciting packets.
     pub fn ack_eliciting_in_flight(&self) -> u64 {
@@ -389,46 +450,68 @@ impl LossDetector {
         }
     }
 
-    /// A.10 `DetectAndRemoveLostPackets`.
-    fn detect_and_remove_lost_packets(&mut self, now: Instant) -> Vec<LostPacket> {
+    /// Indices `from..to` of `sent` holding packet numbers `smallest..=largest`
+    /// (empty when the range lies outside the tracked span).
+    fn span_indices(&self, smallest: PacketNumber, largest: PacketNumber) -> (usize, usize) {
+        let end = self.sent_base + self.sent.len() as u64;
+        let from = smallest.clamp(self.sent_base, end);
+        let to = largest.saturating_add(1).clamp(from, end);
+        // Both lie within `sent_base ..= sent_base + len`, so the offsets fit in usize.
+        (
+            (from - self.sent_base) as usize,
+            (to - self.sent_base) as usize,
+        )
+    }
+
+    /// Drops the acked or lost entries at the front, so the front is the
+    /// oldest outstanding packet.
+    fn trim_sent(&mut self) {
+        while self.sent.front().is_some_and(Option::is_none) {
+            self.sent.pop_front();
+            self.sent_base += 1;
+        }
+    }
+
+    /// A.10 `DetectAndRemoveLostPackets`: appends the lost packets to `lost`,
+    /// ascending.
+    fn detect_and_remove_lost_packets(&mut self, now: Instant, lost: &mut Vec<LostPacket>) {
         self.loss_time = None;
         let Some(largest_acked) = self.largest_acked else {
-            return Vec::new();
+            return;
         };
         // §6.1.2: loss_delay = max(9/8 · max(latest_rtt, smoothed_rtt), kGranularity).
         let loss_delay = self.rtt.loss_delay();
         // Packets sent before this time are deemed lost.
         let lost_send_time = now.saturating_sub(loss_delay);
         let enough_time = now >= Instant::ZERO + loss_delay;
-        let mut lost_pns = Vec::new();
-        for (&pn, p) in self.sent.range(..=largest_acked) {
+        let (from, to) = self.span_indices(0, largest_acked);
+        for i in from..to {
+            let Some(p) = self.sent[i] else { continue };
+            let pn = p.packet_number;
             // §6.1.1: packet threshold. Checked first so that a packet meeting
             // both rules is reported as a packet-threshold loss.
-            if largest_acked >= pn + self.config.packet_threshold {
-                lost_pns.push((pn, LossReason::PacketThreshold));
+            let reason = if largest_acked >= pn + self.config.packet_threshold {
+                LossReason::PacketThreshold
             } else if enough_time && p.time_sent <= lost_send_time {
                 // §6.1.2: time threshold.
-                lost_pns.push((pn, LossReason::TimeThreshold));
+                LossReason::TimeThreshold
             } else {
                 let t = p.time_sent + loss_delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l: Instant| l.min(t)));
-            }
+                continue;
+            };
+            self.sent[i] = None;
+            self.remove_from_flight(&p);
+            let detection_time = now - p.time_sent;
+            self.stats.packets_lost += 1;
+            self.stats.total_detection_time += detection_time;
+            lost.push(LostPacket {
+                packet: p,
+                reason,
+                detection_time,
+            });
         }
-        let mut lost = Vec::with_capacity(lost_pns.len());
-        for (pn, reason) in lost_pns {
-            if let Some(p) = self.sent.remove(&pn) {
-                self.remove_from_flight(&p);
-                let detection_time = now - p.time_sent;
-                self.stats.packets_lost += 1;
-                self.stats.total_detection_time += detection_time;
-                lost.push(LostPacket {
-                    packet: p,
-                    reason,
-                    detection_time,
-                });
-            }
-        }
-        lost
+        self.trim_sent();
     }
 
     /// A.8 `SetLossDetectionTimer`.
@@ -454,5 +537,126 @@ impl LossDetector {
 impl Default for LossDetector {
     fn default() -> Self {
         Self::new(LossDetectorConfig::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::ack::{AckRange, AckTracker};
+
+    const MTU: Bytes = Bytes::new(1200);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_millis(ms)
+    }
+
+    fn frame(ranges: &[(u64, u64)]) -> AckFrame {
+        let ranges = ranges
+            .iter()
+            .map(|&(smallest, largest)| AckRange { smallest, largest })
+            .collect();
+        AckFrame::new(Duration::ZERO, ranges).unwrap()
+    }
+
+    #[test]
+    fn reusing_variants_match_the_allocating_ones() {
+        // Two detectors fed the same events: one through the allocating
+        // API, one through the `_into` variants with buffers reused across
+        // calls. Every result must agree. Packets 0..400 at 1 ms spacing,
+        // every 7th lost, ACKs every 4 ms built by a tracker, timers fired.
+        let mut a = LossDetector::default();
+        let mut b = LossDetector::default();
+        let mut tracker = AckTracker::new(8);
+        let mut outcome = AckOutcome::default();
+        let mut lost = Vec::new();
+        let mut seen_lost = 0;
+        let mut timeouts = [0u32; 3];
+        for t in 0..1_000u64 {
+            let now = at(t);
+            if t < 400 {
+                a.on_packet_sent(now, t, MTU, true, t);
+                b.on_packet_sent(now, t, MTU, true, t);
+            }
+            // Delivered 40 ms later unless dropped (every 7th, and 398: a
+            // tail loss only the time threshold finds).
+            if (40..440).contains(&t) && (t - 40) % 7 != 3 && t != 438 {
+                tracker.on_packet_received(now, t - 40);
+            }
+            if t % 4 == 0 && t >= 70 {
+                if let Some(f) = tracker.build_ack(now) {
+                    let want = a.on_ack_received(now, &f).unwrap();
+                    b.on_ack_received_into(now, &f, &mut outcome).unwrap();
+                    assert_eq!(outcome, want, "ack at {t} ms");
+                    seen_lost += want.lost.len();
+                }
+            }
+            if a.poll_timeout().is_some_and(|d| d <= now) {
+                let want = a.on_timeout(now);
+                let kind = b.on_timeout_into(now, &mut lost);
+                match want {
+                    TimeoutOutcome::NotDue => {
+                        timeouts[0] += 1;
+                        assert_eq!(kind, TimeoutKind::NotDue);
+                    }
+                    TimeoutOutcome::Probe { count } => {
+                        timeouts[1] += 1;
+                        assert_eq!(kind, TimeoutKind::Probe { count });
+                        assert!(lost.is_empty());
+                    }
+                    TimeoutOutcome::Lost(l) => {
+                        timeouts[2] += 1;
+                        assert_eq!(kind, TimeoutKind::Lost);
+                        assert_eq!(lost, l);
+                        seen_lost += l.len();
+                    }
+                }
+            }
+            assert_eq!(a.poll_timeout(), b.poll_timeout());
+            assert!(a.outstanding().eq(b.outstanding()));
+            assert_eq!(a.bytes_in_flight(), b.bytes_in_flight());
+        }
+        assert_eq!(a.stats(), b.stats());
+        assert!(seen_lost >= 50, "losses exercised: {seen_lost}");
+        assert!(
+            timeouts[2] > 0,
+            "time-threshold timeouts exercised: {timeouts:?}"
+        );
+        assert_eq!(a.stats().packets_acked + a.stats().packets_lost, 400);
+        // An invalid ACK leaves the reused outcome empty.
+        let bad = frame(&[(500, 500)]);
+        assert!(b
+            .on_ack_received_into(at(2_000), &bad, &mut outcome)
+            .is_err());
+        assert_eq!(outcome, AckOutcome::default());
+    }
+
+    #[test]
+    fn skipped_packet_numbers_are_not_outstanding() {
+        let mut d = LossDetector::default();
+        for pn in [3, 4, 9, 10, 11, 20] {
+            d.on_packet_sent(at(pn), pn, MTU, true, pn);
+        }
+        let pns = |d: &LossDetector| d.outstanding().map(|p| p.packet_number).collect::<Vec<_>>();
+        assert_eq!(pns(&d), vec![3, 4, 9, 10, 11, 20]);
+        assert_eq!(d.bytes_in_flight(), Bytes::new(6 * 1200));
+        // Ranges reaching below the oldest tracked number, and one over
+        // skipped numbers only.
+        let out = d
+            .on_ack_received(at(30), &frame(&[(9, 20), (5, 7), (0, 3)]))
+            .unwrap();
+        let acked: Vec<_> = out.newly_acked.iter().map(|p| p.packet_number).collect();
+        assert_eq!(acked, vec![3, 9, 10, 11, 20]);
+        // 4 is 16 below the largest acked: lost by the packet threshold.
+        assert_eq!(out.lost.len(), 1);
+        assert_eq!(out.lost[0].packet.packet_number, 4);
+        assert_eq!(out.lost[0].reason, LossReason::PacketThreshold);
+        assert!(d.outstanding().next().is_none());
+        assert_eq!(d.bytes_in_flight(), Bytes::ZERO);
+        // After the ring emptied, numbering resumes above the largest sent.
+        d.on_packet_sent(at(31), 40, MTU, true, 40);
+        assert_eq!(pns(&d), vec![40]);
+        let out = d.on_ack_received(at(60), &frame(&[(40, 40)])).unwrap();
+        assert_eq!(out.newly_acked.len(), 1);
     }
 }

@@ -272,13 +272,36 @@ impl TransportReceiver {
         }
     }
 
-    /// The ACK frame to send now, if one is due.
+    /// The ACK frame to send now, if one is due. Allocates the frame;
+    /// [`poll_ack_into`](Self::poll_ack_into) refills one instead.
     pub fn poll_ack(&mut self, now: Instant) -> Option<AckFrame> {
-        let due = self.ack_now || self.ack_due.is_some_and(|t| t <= now);
-        if !due || self.unacked == 0 {
+        if !self.ack_is_due(now) {
             return None;
         }
         let frame = self.tracker.build_ack(now)?;
+        self.on_ack_built(&frame);
+        Some(frame)
+    }
+
+    /// [`poll_ack`](Self::poll_ack) into an existing frame, reusing its
+    /// storage (no allocation once it has held a full frame): returns `true`
+    /// and refills `frame` if an ACK is due, else returns `false` and leaves
+    /// `frame` unchanged.
+    pub fn poll_ack_into(&mut self, now: Instant, frame: &mut AckFrame) -> bool {
+        if !self.ack_is_due(now) || !self.tracker.build_ack_into(now, frame) {
+            return false;
+        }
+        self.on_ack_built(frame);
+        true
+    }
+
+    fn ack_is_due(&self, now: Instant) -> bool {
+        let due = self.ack_now || self.ack_due.is_some_and(|t| t <= now);
+        due && self.unacked > 0
+    }
+
+    /// Bookkeeping once `frame` is built for sending.
+    fn on_ack_built(&mut self, frame: &AckFrame) {
         self.unacked = 0;
         self.ack_due = None;
         self.ack_now = false;
@@ -289,7 +312,6 @@ impl TransportReceiver {
                 self.tracker.forget_below(oldest.smallest);
             }
         }
-        Some(frame)
     }
 
     /// When the pending ACK is due, if one is pending.

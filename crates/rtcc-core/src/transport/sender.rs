@@ -62,7 +62,8 @@ use crate::recovery::fec::{FecConfig, FecConfigError, FecEncoder};
 use crate::time::{Duration, Instant};
 use crate::transport::ack::{AckFrame, PacketNumber};
 use crate::transport::loss::{
-    AckError, LossDetector, LossDetectorConfig, LostPacket, TimeoutOutcome, TransportPacket,
+    AckError, AckOutcome, LossDetector, LossDetectorConfig, LostPacket, TimeoutKind,
+    TransportPacket,
 };
 use crate::transport::metrics::RecoveryMetrics;
 use crate::transport::wire::{CopyKind, Datagram, Payload, MAX_CHUNK, PACKET_OVERHEAD, PING_SIZE};
@@ -292,6 +293,10 @@ pub struct TransportSender {
     /// Smoothed loss rate for FEC ([`FEC_LOSS_GAIN`]).
     fec_loss: f64,
     report: FeedbackReport,
+    /// Reused by every ACK: the loss detector's outcome (no allocation per ACK).
+    ack_outcome: AckOutcome,
+    /// Reused by every loss-detection timeout: the packets it declared lost.
+    timeout_lost: Vec<LostPacket>,
     stats: TransportSenderStats,
     metrics: RecoveryMetrics,
 }
@@ -385,6 +390,8 @@ impl TransportSender {
             fec,
             fec_loss: 0.0,
             report: FeedbackReport::default(),
+            ack_outcome: AckOutcome::default(),
+            timeout_lost: Vec::new(),
             stats: TransportSenderStats::default(),
             metrics: RecoveryMetrics::default(),
         })
@@ -491,13 +498,14 @@ impl TransportSender {
     /// An ACK frame arrived at `now`. A frame acknowledging a packet never
     /// sent is refused (counted, nothing changes).
     pub fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> Result<(), AckError> {
-        let outcome = match self.loss.on_ack_received(now, ack) {
-            Ok(o) => o,
-            Err(e) => {
-                self.stats.acks_invalid += 1;
-                return Err(e);
-            }
-        };
+        // Taken out of `self` for the walk below, put back at the end: its
+        // vectors keep their capacity from ACK to ACK.
+        let mut outcome = std::mem::take(&mut self.ack_outcome);
+        if let Err(e) = self.loss.on_ack_received_into(now, ack, &mut outcome) {
+            self.ack_outcome = outcome;
+            self.stats.acks_invalid += 1;
+            return Err(e);
+        }
         self.stats.acks_received += 1;
         let arrival = now - ack.ack_delay().min(now - Instant::ZERO);
         let mut report = std::mem::take(&mut self.report);
@@ -521,7 +529,10 @@ impl TransportSender {
             }
             self.on_packet_lost(now, l);
         }
-        report.packets.sort_by_key(|p| p.sent.seq);
+        // Packet numbers are unique in a report (acked and lost are
+        // disjoint), so the unstable sort gives the stable sort's order, and
+        // it never allocates (the stable one does past a few dozen entries).
+        report.packets.sort_unstable_by_key(|p| p.sent.seq);
         if !report.packets.is_empty() {
             self.cc.on_feedback(now, &report);
         }
@@ -531,6 +542,7 @@ impl TransportSender {
                 a.adapter.on_rtt(now, self.loss.rtt().smoothed_rtt());
             }
         }
+        self.ack_outcome = outcome;
         self.after_event(now);
         Ok(())
     }
@@ -539,9 +551,10 @@ impl TransportSender {
     /// controller's own.
     pub fn on_timeout(&mut self, now: Instant) {
         if self.loss.poll_timeout().is_some_and(|t| t <= now) {
-            match self.loss.on_timeout(now) {
-                TimeoutOutcome::NotDue => {}
-                TimeoutOutcome::Lost(lost) => {
+            let mut lost = std::mem::take(&mut self.timeout_lost);
+            match self.loss.on_timeout_into(now, &mut lost) {
+                TimeoutKind::NotDue => {}
+                TimeoutKind::Lost => {
                     let mut report = std::mem::take(&mut self.report);
                     report.report_time = now;
                     report.packets.clear();
@@ -559,10 +572,11 @@ impl TransportSender {
                     }
                     self.report = report;
                 }
-                TimeoutOutcome::Probe { count } => {
+                TimeoutKind::Probe { count } => {
                     self.probes_pending = self.probes_pending.max(count);
                 }
             }
+            self.timeout_lost = lost;
         }
         if self.cc.poll_timeout().is_some_and(|t| t <= now) {
             self.cc.on_timeout(now);
@@ -833,11 +847,15 @@ impl TransportSender {
             last_in_frame: last,
             bytes_in_flight: self.loss.bytes_in_flight(),
         };
+        // Trim before the push, so the log never holds more than
+        // CONTENT_LOG entries (trimming after it briefly held one more, which
+        // doubled the ring's capacity). The new packet is in flight, so it
+        // would never have been trimmed: the content is the same.
+        self.trim_log();
         if self.log.is_empty() {
             self.log_base = pn;
         }
         self.log.push_back(PnRecord { sent, payload });
-        self.trim_log();
         if let (Some(f), Payload::Data { media, copy, .. }) = (self.fec.as_mut(), payload) {
             let end_of_frame = copy == CopyKind::Original && media.last_in_frame;
             f.on_packet_sent(now, pn, size, end_of_frame);
