@@ -98,6 +98,7 @@ pub(crate) fn recovery_scheme(
                 "gamma",
                 "max_level",
                 "decision_interval_rtts",
+                "min_resolved_packets",
                 "opportunistic",
                 "fixed_level",
             ])
@@ -135,6 +136,9 @@ pub(crate) fn recovery_scheme(
             }
             if let Some(d) = k.count("decision_interval_rtts").map_err(t)? {
                 c.decision_interval_rtts = d;
+            }
+            if let Some(n) = k.count::<u64>("min_resolved_packets").map_err(t)? {
+                c.min_resolved_packets = n;
             }
             c.validate().map_err(|e| t(e.to_string()))?;
             let mut s = AutoRecSettings {

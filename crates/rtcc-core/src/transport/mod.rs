@@ -55,7 +55,7 @@ mod tests;
 pub use ack::{AckFrame, AckFrameError, AckRange, AckTracker, PacketNumber, Received};
 pub use loss::{
     AckError, AckOutcome, LossDetector, LossDetectorConfig, LossReason, LossStats, LostPacket,
-    TimeoutOutcome, TransportPacket, MAX_PTO_BACKOFF_EXPONENT, PACKET_THRESHOLD,
+    TimeoutKind, TimeoutOutcome, TransportPacket, MAX_PTO_BACKOFF_EXPONENT, PACKET_THRESHOLD,
 };
 pub use metrics::RecoveryMetrics;
 pub use playback::{Playback, PlaybackConfig, PlaybackStats};
