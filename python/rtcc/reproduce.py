@@ -165,6 +165,10 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
+# Flow kinds `compare` picks by default (the first one in the scenario).
+_UNDER_TEST = ("media", "live")
+
+
 class PaperError(ScenarioError):
     """A paper folder or its ``paper.toml`` is unusable; names file, entry and key."""
 
@@ -599,7 +603,7 @@ def _compared(
             (
                 k
                 for k, f in enumerate(flows)
-                if (f.get("name") == name if name is not None else f.get("kind") in ("media", "live"))
+                if (f.get("name") == name if name is not None else f.get("kind") in _UNDER_TEST)
             ),
             None,
         )

@@ -839,3 +839,37 @@ def test_quick_duration_wins_over_set_and_vary(tmp_path: Path) -> None:
     assert full["sweep-duration90s"].scenario["duration"] == "90s"
     quick = _experiments(spec, path, quick=True)
     assert {e.scenario["duration"] for e in quick.values()} == {"3s"}
+
+
+def test_every_paper_toml_loads() -> None:
+    """Each paper's experiments expand and every claim names a real experiment."""
+    root = Path(__file__).resolve().parents[2] / "scenarios" / "papers"
+    papers = sorted(p for p in root.iterdir() if (p / "paper.toml").is_file())
+    assert {p.name for p in papers} >= {"camel", "delay-bbr", "autorec"}
+    for folder in papers:
+        path = folder / "paper.toml"
+        spec = tomllib.loads(path.read_text())
+        for quick in (False, True):
+            experiments = _experiments(spec, path, quick)
+            seeds = {k: list(e.seeds) for k, e in experiments.items()}
+            claims = _claims(spec, path, seeds)
+            assert claims, f"{folder.name}: no claims"
+            assert all(c.experiment in experiments for c in claims)
+
+
+def test_the_autorec_paper_expands_its_sweeps() -> None:
+    """AutoRec §VII-A: K = 0..10 for three controllers, every claim resolvable."""
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "papers" / "autorec" / "paper.toml"
+    spec = tomllib.loads(path.read_text())
+    experiments = _experiments(spec, path, False)
+    for cc in ("bbr", "copa", "cubic"):
+        for k in range(11):
+            e = experiments[f"fig13-k{k}-{cc}"]
+            flow = e.scenario["flow"][0]
+            assert flow["cc"] == cc
+            assert flow["recovery_config"]["fixed_level"] == k
+    assert experiments["fig17-off-rate2Mbps"].scenario["link"][0]["rate"] == "2Mbps"
+    claims = _claims(spec, path, {k: list(e.seeds) for k, e in experiments.items()})
+    ids = {c.id for c in claims}
+    assert "fig13-latency-bbr-k10" in ids
+    assert "exactly-once-autorec" in ids
