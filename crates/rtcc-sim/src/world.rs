@@ -187,12 +187,17 @@ enum SenderEp {
     Tcp(Box<TcpSender>),
     Multipath(Box<MultipathSender<SimEncoder>>),
     Live(Box<LiveSender>),
-    Cbr {
-        interval: Duration,
-        next_k: u64,
-        start: Instant,
-        payload: Bytes,
-    },
+    /// Boxed, so that `SenderEp` is 16 bytes and the flow's per-packet
+    /// fields share fewer cache lines (`Flow`).
+    Cbr(Box<CbrSender>),
+}
+
+/// A CBR sender: packet `k` leaves at `start + k · interval`.
+struct CbrSender {
+    interval: Duration,
+    next_k: u64,
+    start: Instant,
+    payload: Bytes,
 }
 
 enum ReceiverEp {
@@ -355,17 +360,14 @@ pub(crate) struct FlowCounters {
     pub(crate) goodput_bytes: u64,
 }
 
+/// A flow: its endpoints, per-packet state and results. `repr(C)` keeps
+/// the per-packet fields in the order given, aligned to a cache line.
+#[repr(C, align(64))]
 pub(crate) struct Flow {
-    pub(crate) name: String,
-    pub(crate) kind: FlowKind,
-    pub(crate) cc: String,
-    pub(crate) start: Instant,
-    pub(crate) stop: Instant,
-    fwd: (u32, u32),
-    rev: (u32, u32),
-    /// Index of the link whose capacity the flow's estimate is judged against.
-    pub(crate) bottleneck: usize,
-    setup: Option<FlowSetup>,
+    // The fields a packet's hop and delivery read come first, in four cache
+    // lines (`flow_hot_fields_share_four_lines`): endpoints and their timers;
+    // the waiting lists; counters, stop, `mp` and `stopped`; the delay
+    // histogram's header. The rest is read per sample or at the end.
     sender: SenderEp,
     receiver: ReceiverEp,
     sender_timer: Option<Instant>,
@@ -377,9 +379,21 @@ pub(crate) struct Flow {
     /// order; an early delivery first flushes those whose time has become
     /// safe (see `hop`).
     waiting: [VecDeque<(Instant, u32)>; 2],
-    stopped: bool,
     pub(crate) counters: FlowCounters,
+    pub(crate) stop: Instant,
+    /// A multipath-media flow's paths and results.
+    pub(crate) mp: Option<Box<MpFlow>>,
+    stopped: bool,
     pub(crate) owd: DelayHistogram,
+    pub(crate) name: String,
+    pub(crate) kind: FlowKind,
+    pub(crate) cc: String,
+    pub(crate) start: Instant,
+    fwd: (u32, u32),
+    rev: (u32, u32),
+    /// Index of the link whose capacity the flow's estimate is judged against.
+    pub(crate) bottleneck: usize,
+    setup: Option<FlowSetup>,
     pub(crate) frame_delay: DelayHistogram,
     pub(crate) accuracy_sum: f64,
     pub(crate) accuracy_n: u64,
@@ -391,8 +405,6 @@ pub(crate) struct Flow {
     /// Counters at the previous sample, for per-interval rates.
     prev: FlowCounters,
     pub(crate) media: Option<MediaOutcome>,
-    /// A multipath-media flow's paths and results.
-    pub(crate) mp: Option<Box<MpFlow>>,
     /// A live flow's results (end of run).
     pub(crate) live: Option<Box<LiveOutcome>>,
     rng_seed: u64,
@@ -1667,12 +1679,12 @@ impl World {
                 // The rate is the application (payload) rate, as ns-3's OnOffApplication
                 // `DataRate`: packets of `payload` bytes every payload / rate.
                 let interval = payload / rate;
-                f.sender = SenderEp::Cbr {
+                f.sender = SenderEp::Cbr(Box::new(CbrSender {
                     interval,
                     next_k: 0,
                     start: now,
                     payload,
-                };
+                }));
                 f.receiver = ReceiverEp::Cbr;
                 self.service_cbr(fi);
             }
@@ -1984,17 +1996,16 @@ impl World {
         if self.flows[fi].stopped {
             return;
         }
-        let SenderEp::Cbr {
+        let SenderEp::Cbr(c) = &self.flows[fi].sender else {
+            return;
+        };
+        let CbrSender {
             interval,
             next_k,
             start,
             payload,
-        } = &mut self.flows[fi].sender
-        else {
-            return;
-        };
-        let (interval, start, payload) = (*interval, *start, *payload);
-        let mut k = *next_k;
+        } = **c;
+        let mut k = next_k;
         while start + interval * k <= now {
             k += 1;
             let size = payload + UDP_IP_HEADER;
@@ -2007,13 +2018,10 @@ impl World {
                 body: Body::Cbr,
             });
         }
-        if let SenderEp::Cbr { next_k, .. } = &mut self.flows[fi].sender {
-            *next_k = k;
+        if let SenderEp::Cbr(c) = &mut self.flows[fi].sender {
+            c.next_k = k;
         }
-        let SenderEp::Cbr { next_k, .. } = &self.flows[fi].sender else {
-            return;
-        };
-        let next = start + interval * *next_k;
+        let next = start + interval * k;
         self.arm_sender(fi, Some(next));
     }
 
@@ -2069,7 +2077,7 @@ impl World {
                 s.on_timeout(now);
                 self.service_mp_sender(fi);
             }
-            SenderEp::Cbr { .. } => self.service_cbr(fi),
+            SenderEp::Cbr(_) => self.service_cbr(fi),
             SenderEp::Idle => {}
         }
     }
@@ -2374,7 +2382,7 @@ impl World {
                         Some(e.state),
                     )
                 }
-                SenderEp::Cbr { .. } => (None, None, None, None, None),
+                SenderEp::Cbr(_) => (None, None, None, None, None),
                 SenderEp::Idle => (None, None, None, None, None),
             };
             // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active;
@@ -2647,6 +2655,21 @@ mod tests {
     use rtcc_core::FrameType;
 
     use super::*;
+
+    #[test]
+    fn flow_hot_fields_share_four_lines() {
+        use std::mem::offset_of;
+        assert_eq!(std::mem::align_of::<Flow>(), 64);
+        assert_eq!(std::mem::size_of::<SenderEp>(), 16);
+        // Line 0: endpoints and timers; line 1: the two waiting lists.
+        assert_eq!(offset_of!(Flow, receiver_timer) + 16, 64);
+        assert_eq!(offset_of!(Flow, waiting), 64);
+        // Line 2: counters, stop, mp, stopped; line 3: the histogram header.
+        assert_eq!(offset_of!(Flow, counters), 128);
+        assert!(offset_of!(Flow, stopped) < 192);
+        assert_eq!(offset_of!(Flow, owd), 192);
+        assert!(offset_of!(Flow, owd) + std::mem::size_of::<DelayHistogram>() <= 256);
+    }
 
     #[test]
     fn packet_fits_one_cache_line() {
