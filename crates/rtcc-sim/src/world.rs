@@ -384,6 +384,11 @@ pub(crate) struct Flow {
     /// A multipath-media flow's paths and results.
     pub(crate) mp: Option<Box<MpFlow>>,
     stopped: bool,
+    /// Per direction (`Dir as usize`): whether the endpoint there may ever be
+    /// served early (`can_deliver_early`'s fixed conditions: a single-path
+    /// flow whose responses enter a dedicated link), set once the links'
+    /// sharing is known.
+    early_ok: [bool; 2],
     pub(crate) owd: DelayHistogram,
     pub(crate) name: String,
     pub(crate) kind: FlowKind,
@@ -808,6 +813,7 @@ impl World {
                 receiver_timer: None,
                 waiting: [VecDeque::new(), VecDeque::new()],
                 stopped: false,
+                early_ok: [false; 2],
                 counters: FlowCounters::default(),
                 owd: DelayHistogram::new(),
                 frame_delay: DelayHistogram::new(),
@@ -873,6 +879,19 @@ impl World {
             delivered_packets: 0,
             io_error: None,
         };
+        for fi in 0..world.flows.len() {
+            for dir in [Dir::Fwd, Dir::Rev] {
+                // The endpoint at the end of `dir` answers on the other direction.
+                let back = match dir {
+                    Dir::Fwd => Dir::Rev,
+                    Dir::Rev => Dir::Fwd,
+                };
+                let first_back = world.route(fi as u32, back, 0).0;
+                let ok = world.flows[fi].mp.is_none()
+                    && world.dedicated[world.paths[first_back as usize] as usize];
+                world.flows[fi].early_ok[dir as usize] = ok;
+            }
+        }
         for i in 0..world.flows.len() {
             let (start, stop) = (world.flows[i].start, world.flows[i].stop);
             world.queue.push(start, Event::FlowStart { flow: i as u32 });
@@ -1389,23 +1408,15 @@ impl World {
         if self.early || !self.lookahead {
             return false;
         }
-        // A multipath endpoint hears from several paths: a packet on another
-        // path may still reach it before `t`.
-        if self.flows[fi].mp.is_some() {
-            return false;
-        }
-        // The endpoint's responses must enter a link no other path uses: a
-        // shared first link could still receive other flows' packets at
-        // instants before `t`.
-        let back = match dir {
-            Dir::Fwd => Dir::Rev,
-            Dir::Rev => Dir::Fwd,
-        };
-        let first_back = self.route(fi as u32, back, 0).0;
-        if !self.dedicated[self.paths[first_back as usize] as usize] {
-            return false;
-        }
+        // `Flow::early_ok`, fixed for the run: a multipath endpoint hears
+        // from several paths, and a packet on another path may still reach
+        // it before `t`; the endpoint's responses must enter a link no other
+        // path uses, since a shared first link could still receive other
+        // flows' packets at instants before `t`.
         let f = &self.flows[fi];
+        if !f.early_ok[dir as usize] {
+            return false;
+        }
         let timer = match dir {
             Dir::Fwd => f.receiver_timer,
             Dir::Rev => f.sender_timer,
@@ -2126,13 +2137,7 @@ impl World {
             self.queue
                 .push(Instant::ZERO + progress_interval, Event::Progress);
         }
-        while let Some(t) = self.queue.peek_time() {
-            if t > self.end {
-                break;
-            }
-            let Some((t, ev)) = self.queue.pop() else {
-                break;
-            };
+        while let Some((t, ev)) = self.queue.pop_by(self.end) {
             // A hint only: start loading the next event's packet while this one runs.
             if let Some((_, &Event::Hop { pkt, .. })) = self.queue.peek() {
                 if let Some(p) = self.packets.get(pkt as usize) {
