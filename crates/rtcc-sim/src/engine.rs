@@ -102,8 +102,10 @@ impl Heads {
         self.in_calendar + self.overflow.len()
     }
 
-    /// Inserts stream `s` (whose `key` is set) as a head.
-    #[inline]
+    /// Inserts stream `s` (whose `key` is set) as a head. Always inlined:
+    /// as a call it saved and restored seven registers per push, a quarter
+    /// of its instructions.
+    #[inline(always)]
     fn push<E>(&mut self, streams: &mut [Stream<E>], s: u32, k: u128) {
         let t = key_time(k);
         if t.wrapping_sub(self.base) < CAL_SPAN {
