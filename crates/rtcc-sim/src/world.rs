@@ -1194,6 +1194,17 @@ impl World {
         }
     }
 
+    /// Frees the slot of a packet whose body holds no pool slot (`Seg`,
+    /// `Ack`, `Cbr`): no need to read the body back, as `release` does.
+    #[inline]
+    fn release_plain(&mut self, idx: u32) {
+        debug_assert!(matches!(
+            self.packets[idx as usize].body,
+            Body::Seg(_) | Body::Ack(_) | Body::Cbr
+        ));
+        self.free.push(idx);
+    }
+
     fn release(&mut self, idx: u32) {
         match self.packets[idx as usize].body {
             Body::Feedback { slot } | Body::MpFeedback { slot } => self.fb_free.push(slot),
@@ -1469,7 +1480,7 @@ impl World {
                     }
                     _ => None,
                 };
-                self.release(idx);
+                self.release_plain(idx);
                 if let Some(a) = ack {
                     self.send_ack(fi, a);
                 }
@@ -1479,7 +1490,7 @@ impl World {
                 if let SenderEp::Tcp(s) = &mut self.flows[fi].sender {
                     s.on_ack(now, &ack);
                 }
-                self.release(idx);
+                self.release_plain(idx);
                 self.service_tcp_sender(fi);
             }
             Body::Padding { seq } => {
@@ -1492,7 +1503,7 @@ impl World {
             Body::Cbr => {
                 let payload = p.size.saturating_sub(UDP_IP_HEADER);
                 self.flows[fi].counters.goodput_bytes += payload.get();
-                self.release(idx);
+                self.release_plain(idx);
             }
             Body::MpPadding { seq } => {
                 let path = usize::from(p.path);
