@@ -388,7 +388,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedule `event` at `time` on stream `stream`, whose events must be
     /// pushed in non-decreasing time order (checked in debug builds).
-    #[inline]
+    #[inline(always)]
     pub fn push_stream(&mut self, stream: u32, time: Instant, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
