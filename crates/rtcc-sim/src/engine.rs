@@ -102,8 +102,10 @@ impl Heads {
         self.in_calendar + self.overflow.len()
     }
 
-    /// Inserts stream `s` (whose `key` is set) as a head.
-    #[inline]
+    /// Inserts stream `s` (whose `key` is set) as a head. Always inlined:
+    /// as a call it saved and restored seven registers per push, a quarter
+    /// of its instructions.
+    #[inline(always)]
     fn push<E>(&mut self, streams: &mut [Stream<E>], s: u32, k: u128) {
         let t = key_time(k);
         if t.wrapping_sub(self.base) < CAL_SPAN {
@@ -386,7 +388,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedule `event` at `time` on stream `stream`, whose events must be
     /// pushed in non-decreasing time order (checked in debug builds).
-    #[inline]
+    #[inline(always)]
     pub fn push_stream(&mut self, stream: u32, time: Instant, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -421,7 +423,30 @@ impl<E: Copy> EventQueue<E> {
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        let (k, event) = if self.single_first()? {
+        let single = self.single_first()?;
+        self.pop_from(single)
+    }
+
+    /// Remove and return the earliest event if it is due at `limit` or
+    /// before: `peek_time` and `pop` with one comparison of the two minima.
+    #[inline]
+    pub fn pop_by(&mut self, limit: Instant) -> Option<(Instant, E)> {
+        let single = self.single_first()?;
+        let k = if single {
+            self.singles.peek_key()?
+        } else {
+            self.heads.min?.0
+        };
+        if key_time(k) > limit.as_nanos() {
+            return None;
+        }
+        self.pop_from(single)
+    }
+
+    /// Pops the earliest event, a single one if `single` (`single_first`).
+    #[inline(always)]
+    fn pop_from(&mut self, single: bool) -> Option<(Instant, E)> {
+        let (k, event) = if single {
             let top = self.singles.peek()?;
             self.singles.remove_top();
             top
@@ -522,6 +547,25 @@ mod tests {
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['a', 'b', 'x', 'c', 'd']);
         assert_eq!(q.processed(), 5);
+    }
+
+    #[test]
+    fn pop_by_stops_at_the_limit_whichever_queue_holds_the_minimum() {
+        let mut q = EventQueue::new();
+        q.reserve_streams(1);
+        q.push(Instant::from_millis(2), 's');
+        q.push_stream(0, Instant::from_millis(1), 'h');
+        q.push_stream(0, Instant::from_millis(4), 'i');
+        let ms = Instant::from_millis;
+        assert_eq!(q.pop_by(ms(0)), None);
+        assert_eq!(q.pop_by(ms(1)), Some((ms(1), 'h')));
+        assert_eq!(q.pop_by(ms(1)), None, "a single event beyond the limit");
+        assert_eq!(q.pop_by(ms(3)), Some((ms(2), 's')));
+        assert_eq!(q.pop_by(ms(3)), None, "a stream head beyond the limit");
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop_by(ms(4)), Some((ms(4), 'i')));
+        assert_eq!(q.pop_by(Instant::MAX), None);
+        assert_eq!(q.processed(), 3);
     }
 
     #[test]

@@ -66,15 +66,13 @@ enum Dir {
     Rev,
 }
 
+/// What a packet carries, in its arena slot: the small bodies inline, so that
+/// a `SimPacket` fits one cache line (`hop` reads it, `deliver` copies it);
+/// the large ones (media and live metadata) in [`ColdBody`], out of line.
 #[derive(Debug, Clone, Copy)]
 enum Body {
-    /// A media packet: transport-wide sequence, RTP sequence of the media
-    /// stream (for a retransmission, the original's), retransmission or not.
-    Media {
-        seq: u64,
-        media: MediaSeq,
-        meta: MediaPacket,
-    },
+    /// The body is in `World::cold` at the packet's slot.
+    Cold,
     Feedback {
         slot: u32,
     },
@@ -89,13 +87,6 @@ enum Body {
     Seg(Segment),
     Ack(Ack),
     Cbr,
-    /// A segment of a multipath flow on path `SimPacket::path`: that path's
-    /// transport sequence and the segment header (a retransmission carries
-    /// the same header; the receiver needs nothing else).
-    MpMedia {
-        seq: u64,
-        meta: MediaPacket,
-    },
     /// Feedback of path `SimPacket::path` of a multipath flow, in `World::fb_pool`.
     MpFeedback {
         slot: u32,
@@ -104,11 +95,31 @@ enum Body {
     MpPadding {
         seq: u64,
     },
+    /// An ACK-only packet of a live flow, its frame in `World::ack_pool`.
+    LiveAck {
+        slot: u32,
+    },
+}
+
+/// The large bodies (`Body::Cold`), in `World::cold` at the packet's arena
+/// slot: written when the packet is injected, read when it is delivered, so
+/// the slot's lifetime is the packet's and nothing is allocated per packet.
+#[derive(Debug, Clone, Copy)]
+enum ColdBody {
+    /// A media packet: transport-wide sequence, RTP sequence of the media
+    /// stream (for a retransmission, the original's), retransmission or not.
+    Media {
+        seq: u64,
+        media: MediaSeq,
+        meta: MediaPacket,
+    },
+    /// A segment of a multipath flow on path `SimPacket::path`: that path's
+    /// transport sequence and the segment header (a retransmission carries
+    /// the same header; the receiver needs nothing else).
+    MpMedia { seq: u64, meta: MediaPacket },
     /// A data packet of a live flow's transport: its packet number, datum
     /// id and copy kind, and its media chunk field by field except the wire
-    /// size, which is the `SimPacket`'s (`live_body` / `live_payload`):
-    /// flattened so that the variant fits beside the others (the packet
-    /// arena's slot size is a speed concern).
+    /// size, which is the `SimPacket`'s (`live_body` / `live_payload`).
     LiveData {
         pn: u64,
         id: u64,
@@ -122,21 +133,15 @@ enum Body {
         copy: CopyKind,
     },
     /// A live flow's XOR repair packet.
-    LiveRepair {
-        pn: u64,
-        repair: FecRepair,
-    },
+    LiveRepair { pn: u64, repair: FecRepair },
     /// A live flow's PING-only packet (a PTO probe with nothing to carry).
-    LivePing {
-        pn: u64,
-    },
-    /// An ACK-only packet of a live flow, its frame in `World::ack_pool`.
-    LiveAck {
-        slot: u32,
-    },
+    LivePing { pn: u64 },
 }
 
+/// A packet in flight: 64 bytes, aligned to a cache line (the test
+/// `packet_fits_one_cache_line`), so a hop reads one line.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 struct SimPacket {
     flow: u32,
     dir: Dir,
@@ -182,12 +187,17 @@ enum SenderEp {
     Tcp(Box<TcpSender>),
     Multipath(Box<MultipathSender<SimEncoder>>),
     Live(Box<LiveSender>),
-    Cbr {
-        interval: Duration,
-        next_k: u64,
-        start: Instant,
-        payload: Bytes,
-    },
+    /// Boxed, so that `SenderEp` is 16 bytes and the flow's per-packet
+    /// fields share fewer cache lines (`Flow`).
+    Cbr(Box<CbrSender>),
+}
+
+/// A CBR sender: packet `k` leaves at `start + k · interval`.
+struct CbrSender {
+    interval: Duration,
+    next_k: u64,
+    start: Instant,
+    payload: Bytes,
 }
 
 enum ReceiverEp {
@@ -350,17 +360,14 @@ pub(crate) struct FlowCounters {
     pub(crate) goodput_bytes: u64,
 }
 
+/// A flow: its endpoints, per-packet state and results. `repr(C)` keeps
+/// the per-packet fields in the order given, aligned to a cache line.
+#[repr(C, align(64))]
 pub(crate) struct Flow {
-    pub(crate) name: String,
-    pub(crate) kind: FlowKind,
-    pub(crate) cc: String,
-    pub(crate) start: Instant,
-    pub(crate) stop: Instant,
-    fwd: (u32, u32),
-    rev: (u32, u32),
-    /// Index of the link whose capacity the flow's estimate is judged against.
-    pub(crate) bottleneck: usize,
-    setup: Option<FlowSetup>,
+    // The fields a packet's hop and delivery read come first, in four cache
+    // lines (`flow_hot_fields_share_four_lines`): endpoints and their timers;
+    // the waiting lists; counters, stop, `mp` and `stopped`; the delay
+    // histogram's header. The rest is read per sample or at the end.
     sender: SenderEp,
     receiver: ReceiverEp,
     sender_timer: Option<Instant>,
@@ -372,9 +379,26 @@ pub(crate) struct Flow {
     /// order; an early delivery first flushes those whose time has become
     /// safe (see `hop`).
     waiting: [VecDeque<(Instant, u32)>; 2],
-    stopped: bool,
     pub(crate) counters: FlowCounters,
+    pub(crate) stop: Instant,
+    /// A multipath-media flow's paths and results.
+    pub(crate) mp: Option<Box<MpFlow>>,
+    stopped: bool,
+    /// Per direction (`Dir as usize`): whether the endpoint there may ever be
+    /// served early (`can_deliver_early`'s fixed conditions: a single-path
+    /// flow whose responses enter a dedicated link), set once the links'
+    /// sharing is known.
+    early_ok: [bool; 2],
     pub(crate) owd: DelayHistogram,
+    pub(crate) name: String,
+    pub(crate) kind: FlowKind,
+    pub(crate) cc: String,
+    pub(crate) start: Instant,
+    fwd: (u32, u32),
+    rev: (u32, u32),
+    /// Index of the link whose capacity the flow's estimate is judged against.
+    pub(crate) bottleneck: usize,
+    setup: Option<FlowSetup>,
     pub(crate) frame_delay: DelayHistogram,
     pub(crate) accuracy_sum: f64,
     pub(crate) accuracy_n: u64,
@@ -386,8 +410,6 @@ pub(crate) struct Flow {
     /// Counters at the previous sample, for per-interval rates.
     prev: FlowCounters,
     pub(crate) media: Option<MediaOutcome>,
-    /// A multipath-media flow's paths and results.
-    pub(crate) mp: Option<Box<MpFlow>>,
     /// A live flow's results (end of run).
     pub(crate) live: Option<Box<LiveOutcome>>,
     rng_seed: u64,
@@ -447,6 +469,9 @@ pub(crate) struct World {
     paths: Vec<u32>,
     pub(crate) flows: Vec<Flow>,
     packets: Vec<SimPacket>,
+    /// The large bodies (`Body::Cold`), by packet slot; grown only when a
+    /// slot first carries one (a TCP- or CBR-only run never touches it).
+    cold: Vec<ColdBody>,
     free: Vec<u32>,
     fb_pool: Vec<WireFeedback>,
     fb_free: Vec<u32>,
@@ -788,6 +813,7 @@ impl World {
                 receiver_timer: None,
                 waiting: [VecDeque::new(), VecDeque::new()],
                 stopped: false,
+                early_ok: [false; 2],
                 counters: FlowCounters::default(),
                 owd: DelayHistogram::new(),
                 frame_delay: DelayHistogram::new(),
@@ -834,6 +860,7 @@ impl World {
             paths,
             flows,
             packets: Vec::with_capacity(4096),
+            cold: Vec::new(),
             free: Vec::with_capacity(4096),
             fb_pool: Vec::new(),
             fb_free: Vec::new(),
@@ -852,6 +879,19 @@ impl World {
             delivered_packets: 0,
             io_error: None,
         };
+        for fi in 0..world.flows.len() {
+            for dir in [Dir::Fwd, Dir::Rev] {
+                // The endpoint at the end of `dir` answers on the other direction.
+                let back = match dir {
+                    Dir::Fwd => Dir::Rev,
+                    Dir::Rev => Dir::Fwd,
+                };
+                let first_back = world.route(fi as u32, back, 0).0;
+                let ok = world.flows[fi].mp.is_none()
+                    && world.dedicated[world.paths[first_back as usize] as usize];
+                world.flows[fi].early_ok[dir as usize] = ok;
+            }
+        }
         for i in 0..world.flows.len() {
             let (start, stop) = (world.flows[i].start, world.flows[i].stop);
             world.queue.push(start, Event::FlowStart { flow: i as u32 });
@@ -1154,6 +1194,17 @@ impl World {
         }
     }
 
+    /// Frees the slot of a packet whose body holds no pool slot (`Seg`,
+    /// `Ack`, `Cbr`): no need to read the body back, as `release` does.
+    #[inline]
+    fn release_plain(&mut self, idx: u32) {
+        debug_assert!(matches!(
+            self.packets[idx as usize].body,
+            Body::Seg(_) | Body::Ack(_) | Body::Cbr
+        ));
+        self.free.push(idx);
+    }
+
     fn release(&mut self, idx: u32) {
         match self.packets[idx as usize].body {
             Body::Feedback { slot } | Body::MpFeedback { slot } => self.fb_free.push(slot),
@@ -1190,14 +1241,42 @@ impl World {
         }
     }
 
+    /// Put a packet with a large body on its path at `now`: the body goes
+    /// to `cold` at the packet's slot.
+    fn inject_cold(&mut self, mut p: SimPacket, body: ColdBody) {
+        p.body = Body::Cold;
+        let idx = self.alloc_counted(p);
+        let i = idx as usize;
+        if i < self.cold.len() {
+            self.cold[i] = body;
+        } else {
+            // The slots between the old length and `i` get a copy too; each
+            // is overwritten before it is read (only a cold packet reads it).
+            self.cold.resize(i + 1, body);
+        }
+        self.start(idx);
+    }
+
     /// Put a packet on its path at `now`.
     fn inject(&mut self, p: SimPacket) {
+        let idx = self.alloc_counted(p);
+        self.start(idx);
+    }
+
+    /// Counts a packet as sent and gives it a slot.
+    #[inline]
+    fn alloc_counted(&mut self, p: SimPacket) -> u32 {
         if p.dir == Dir::Fwd {
             let c = &mut self.flows[p.flow as usize].counters;
             c.packets_sent += 1;
             c.bytes_sent += p.size.get();
         }
-        let idx = self.alloc(p);
+        self.alloc(p)
+    }
+
+    /// Sends the packet in slot `idx` into the first link of its path.
+    #[inline]
+    fn start(&mut self, idx: u32) {
         // Inside an early delivery the clock is ahead of the queue's; that is
         // only allowed when this first link carries no other path's packets
         // (`can_deliver_early`), so offering the packet now keeps its order.
@@ -1340,23 +1419,15 @@ impl World {
         if self.early || !self.lookahead {
             return false;
         }
-        // A multipath endpoint hears from several paths: a packet on another
-        // path may still reach it before `t`.
-        if self.flows[fi].mp.is_some() {
-            return false;
-        }
-        // The endpoint's responses must enter a link no other path uses: a
-        // shared first link could still receive other flows' packets at
-        // instants before `t`.
-        let back = match dir {
-            Dir::Fwd => Dir::Rev,
-            Dir::Rev => Dir::Fwd,
-        };
-        let first_back = self.route(fi as u32, back, 0).0;
-        if !self.dedicated[self.paths[first_back as usize] as usize] {
-            return false;
-        }
+        // `Flow::early_ok`, fixed for the run: a multipath endpoint hears
+        // from several paths, and a packet on another path may still reach
+        // it before `t`; the endpoint's responses must enter a link no other
+        // path uses, since a shared first link could still receive other
+        // flows' packets at instants before `t`.
         let f = &self.flows[fi];
+        if !f.early_ok[dir as usize] {
+            return false;
+        }
         let timer = match dir {
             Dir::Fwd => f.receiver_timer,
             Dir::Rev => f.sender_timer,
@@ -1383,29 +1454,7 @@ impl World {
             f.owd.record(now - p.sent);
         }
         match p.body {
-            Body::Media { seq, media, meta } => {
-                if !media.retransmission {
-                    self.flows[fi].counters.goodput_bytes += meta.payload.get();
-                }
-                if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
-                    let pm = PacketMeta {
-                        frame_id: meta.frame_id,
-                        frame_type: meta.frame_type,
-                        capture_time: meta.capture_time,
-                        index: meta.index,
-                        last_in_frame: meta.last_in_frame,
-                        payload: meta.payload,
-                    };
-                    let useful = r.stats().rtx_useful;
-                    r.on_packet(now, seq, p.size, media, &pm);
-                    // A retransmission is goodput when it brought a missing packet.
-                    if r.stats().rtx_useful > useful {
-                        self.flows[fi].counters.goodput_bytes += meta.payload.get();
-                    }
-                }
-                self.release(idx);
-                self.service_media_receiver(fi);
-            }
+            Body::Cold => self.deliver_cold(idx, &p),
             Body::Feedback { slot } => {
                 if let SenderEp::Media(s) = &mut self.flows[fi].sender {
                     s.handle_feedback(now, &self.fb_pool[slot as usize]);
@@ -1431,7 +1480,7 @@ impl World {
                     }
                     _ => None,
                 };
-                self.release(idx);
+                self.release_plain(idx);
                 if let Some(a) = ack {
                     self.send_ack(fi, a);
                 }
@@ -1441,7 +1490,7 @@ impl World {
                 if let SenderEp::Tcp(s) = &mut self.flows[fi].sender {
                     s.on_ack(now, &ack);
                 }
-                self.release(idx);
+                self.release_plain(idx);
                 self.service_tcp_sender(fi);
             }
             Body::Padding { seq } => {
@@ -1454,23 +1503,7 @@ impl World {
             Body::Cbr => {
                 let payload = p.size.saturating_sub(UDP_IP_HEADER);
                 self.flows[fi].counters.goodput_bytes += payload.get();
-                self.release(idx);
-            }
-            Body::MpMedia { seq, meta } => {
-                let path = usize::from(p.path);
-                let f = &mut self.flows[fi];
-                if let Some(mp) = &mut f.mp {
-                    mp.paths[path].owd.record(now - p.sent);
-                }
-                if let ReceiverEp::Multipath(r) = &mut f.receiver {
-                    // Goodput: segments new to the session buffer (a copy
-                    // of one already there, or of a finished frame, is not).
-                    if r.on_packet(now, path, seq, p.size, &meta) == SegmentArrival::New {
-                        f.counters.goodput_bytes += meta.payload.get();
-                    }
-                }
-                self.release(idx);
-                self.service_mp_receiver(fi);
+                self.release_plain(idx);
             }
             Body::MpPadding { seq } => {
                 let path = usize::from(p.path);
@@ -1491,10 +1524,68 @@ impl World {
                 self.release(idx);
                 self.service_mp_sender(fi);
             }
-            Body::LiveData { .. } | Body::LiveRepair { .. } | Body::LivePing { .. } => {
+            Body::LiveAck { slot } => {
+                if let SenderEp::Live(s) = &mut self.flows[fi].sender {
+                    // The receiver only acknowledges packets it received,
+                    // which the sender sent: a refused frame is counted by
+                    // the sender (`acks_invalid`) and changes nothing.
+                    let _ = s.transport.on_ack(now, &self.ack_pool[slot as usize]);
+                }
+                self.release(idx);
+                self.service_live_sender(fi);
+            }
+        }
+    }
+
+    /// `deliver` for a packet whose body is in `cold` (`Body::Cold`).
+    fn deliver_cold(&mut self, idx: u32, p: &SimPacket) {
+        let now = self.now;
+        let fi = p.flow as usize;
+        let cold = self.cold[idx as usize];
+        match cold {
+            ColdBody::Media { seq, media, meta } => {
+                if !media.retransmission {
+                    self.flows[fi].counters.goodput_bytes += meta.payload.get();
+                }
+                if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
+                    let pm = PacketMeta {
+                        frame_id: meta.frame_id,
+                        frame_type: meta.frame_type,
+                        capture_time: meta.capture_time,
+                        index: meta.index,
+                        last_in_frame: meta.last_in_frame,
+                        payload: meta.payload,
+                    };
+                    let useful = r.stats().rtx_useful;
+                    r.on_packet(now, seq, p.size, media, &pm);
+                    // A retransmission is goodput when it brought a missing packet.
+                    if r.stats().rtx_useful > useful {
+                        self.flows[fi].counters.goodput_bytes += meta.payload.get();
+                    }
+                }
+                self.release(idx);
+                self.service_media_receiver(fi);
+            }
+            ColdBody::MpMedia { seq, meta } => {
+                let path = usize::from(p.path);
+                let f = &mut self.flows[fi];
+                if let Some(mp) = &mut f.mp {
+                    mp.paths[path].owd.record(now - p.sent);
+                }
+                if let ReceiverEp::Multipath(r) = &mut f.receiver {
+                    // Goodput: segments new to the session buffer (a copy
+                    // of one already there, or of a finished frame, is not).
+                    if r.on_packet(now, path, seq, p.size, &meta) == SegmentArrival::New {
+                        f.counters.goodput_bytes += meta.payload.get();
+                    }
+                }
+                self.release(idx);
+                self.service_mp_receiver(fi);
+            }
+            ColdBody::LiveData { .. } | ColdBody::LiveRepair { .. } | ColdBody::LivePing { .. } => {
                 let f = &mut self.flows[fi];
                 if let (ReceiverEp::Live(r), SenderEp::Live(s), Some((pn, payload))) =
-                    (&mut f.receiver, &f.sender, live_payload(&p))
+                    (&mut f.receiver, &f.sender, live_payload(&cold, p.size))
                 {
                     let before = r.stats().payload_delivered;
                     r.on_datagram(now, pn, &payload);
@@ -1509,16 +1600,6 @@ impl World {
                 }
                 self.release(idx);
                 self.service_live_receiver(fi);
-            }
-            Body::LiveAck { slot } => {
-                if let SenderEp::Live(s) = &mut self.flows[fi].sender {
-                    // The receiver only acknowledges packets it received,
-                    // which the sender sent: a refused frame is counted by
-                    // the sender (`acks_invalid`) and changes nothing.
-                    let _ = s.transport.on_ack(now, &self.ack_pool[slot as usize]);
-                }
-                self.release(idx);
-                self.service_live_sender(fi);
             }
         }
     }
@@ -1620,12 +1701,12 @@ impl World {
                 // The rate is the application (payload) rate, as ns-3's OnOffApplication
                 // `DataRate`: packets of `payload` bytes every payload / rate.
                 let interval = payload / rate;
-                f.sender = SenderEp::Cbr {
+                f.sender = SenderEp::Cbr(Box::new(CbrSender {
                     interval,
                     next_k: 0,
                     start: now,
                     payload,
-                };
+                }));
                 f.receiver = ReceiverEp::Cbr;
                 self.service_cbr(fi);
             }
@@ -1660,17 +1741,18 @@ impl World {
                 path: 0,
                 size: t.packet.wire_size,
                 sent: now,
-                body: Body::Media {
-                    seq: t.seq,
-                    // RTP carries 16 bits of it (RFC 3550 §5.1).
-                    media: MediaSeq {
-                        seq: t.media_seq as u16,
-                        retransmission: t.kind == PacketKind::Retransmission,
-                    },
-                    meta: t.packet,
-                },
+                body: Body::Cold,
             };
-            self.inject(p);
+            let body = ColdBody::Media {
+                seq: t.seq,
+                // RTP carries 16 bits of it (RFC 3550 §5.1).
+                media: MediaSeq {
+                    seq: t.media_seq as u16,
+                    retransmission: t.kind == PacketKind::Retransmission,
+                },
+                meta: t.packet,
+            };
+            self.inject_cold(p, body);
         }
         let SenderEp::Media(s) = &mut self.flows[fi].sender else {
             return;
@@ -1750,23 +1832,24 @@ impl World {
                 return;
             };
             let Some(t) = s.poll_transmit(now) else { break };
-            let body = if t.kind == PacketKind::Padding {
-                Body::MpPadding { seq: t.seq }
-            } else {
-                Body::MpMedia {
-                    seq: t.seq,
-                    meta: t.packet,
-                }
-            };
-            self.inject(SimPacket {
+            let p = SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
                 // A flow has at most MAX_FLOW_PATHS = 64 paths (validated).
                 path: t.path as u8,
                 size: t.packet.wire_size,
                 sent: now,
-                body,
-            });
+                body: Body::MpPadding { seq: t.seq },
+            };
+            if t.kind == PacketKind::Padding {
+                self.inject(p);
+            } else {
+                let body = ColdBody::MpMedia {
+                    seq: t.seq,
+                    meta: t.packet,
+                };
+                self.inject_cold(p, body);
+            }
         }
         let SenderEp::Multipath(s) = &mut self.flows[fi].sender else {
             return;
@@ -1834,14 +1917,15 @@ impl World {
                 break;
             };
             s.on_transmit(&d);
-            self.inject(SimPacket {
+            let p = SimPacket {
                 flow: fi as u32,
                 dir: Dir::Fwd,
                 path: 0,
                 size: d.size,
                 sent: now,
-                body: live_body(&d),
-            });
+                body: Body::Cold,
+            };
+            self.inject_cold(p, live_body(&d));
         }
         let SenderEp::Live(s) = &mut self.flows[fi].sender else {
             return;
@@ -1934,17 +2018,16 @@ impl World {
         if self.flows[fi].stopped {
             return;
         }
-        let SenderEp::Cbr {
+        let SenderEp::Cbr(c) = &self.flows[fi].sender else {
+            return;
+        };
+        let CbrSender {
             interval,
             next_k,
             start,
             payload,
-        } = &mut self.flows[fi].sender
-        else {
-            return;
-        };
-        let (interval, start, payload) = (*interval, *start, *payload);
-        let mut k = *next_k;
+        } = **c;
+        let mut k = next_k;
         while start + interval * k <= now {
             k += 1;
             let size = payload + UDP_IP_HEADER;
@@ -1957,13 +2040,10 @@ impl World {
                 body: Body::Cbr,
             });
         }
-        if let SenderEp::Cbr { next_k, .. } = &mut self.flows[fi].sender {
-            *next_k = k;
+        if let SenderEp::Cbr(c) = &mut self.flows[fi].sender {
+            c.next_k = k;
         }
-        let SenderEp::Cbr { next_k, .. } = &self.flows[fi].sender else {
-            return;
-        };
-        let next = start + interval * *next_k;
+        let next = start + interval * k;
         self.arm_sender(fi, Some(next));
     }
 
@@ -2019,7 +2099,7 @@ impl World {
                 s.on_timeout(now);
                 self.service_mp_sender(fi);
             }
-            SenderEp::Cbr { .. } => self.service_cbr(fi),
+            SenderEp::Cbr(_) => self.service_cbr(fi),
             SenderEp::Idle => {}
         }
     }
@@ -2068,13 +2148,7 @@ impl World {
             self.queue
                 .push(Instant::ZERO + progress_interval, Event::Progress);
         }
-        while let Some(t) = self.queue.peek_time() {
-            if t > self.end {
-                break;
-            }
-            let Some((t, ev)) = self.queue.pop() else {
-                break;
-            };
+        while let Some((t, ev)) = self.queue.pop_by(self.end) {
             // A hint only: start loading the next event's packet while this one runs.
             if let Some((_, &Event::Hop { pkt, .. })) = self.queue.peek() {
                 if let Some(p) = self.packets.get(pkt as usize) {
@@ -2324,7 +2398,7 @@ impl World {
                         Some(e.state),
                     )
                 }
-                SenderEp::Cbr { .. } => (None, None, None, None, None),
+                SenderEp::Cbr(_) => (None, None, None, None, None),
                 SenderEp::Idle => (None, None, None, None, None),
             };
             // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active;
@@ -2412,7 +2486,7 @@ impl World {
 
 /// The body of a live transport packet (its size and send time go in the
 /// `SimPacket`).
-fn live_body(d: &Datagram) -> Body {
+fn live_body(d: &Datagram) -> ColdBody {
     match d.payload {
         Payload::Data { id, media, copy } => {
             // The transport sends a chunk in a packet of its wire size
@@ -2421,7 +2495,7 @@ fn live_body(d: &Datagram) -> Body {
                 media.wire_size, d.size,
                 "a data packet's size is its chunk's"
             );
-            Body::LiveData {
+            ColdBody::LiveData {
                 pn: d.pn,
                 id,
                 frame_id: media.frame_id,
@@ -2434,16 +2508,16 @@ fn live_body(d: &Datagram) -> Body {
                 copy,
             }
         }
-        Payload::Repair(repair) => Body::LiveRepair { pn: d.pn, repair },
-        Payload::Ping => Body::LivePing { pn: d.pn },
+        Payload::Repair(repair) => ColdBody::LiveRepair { pn: d.pn, repair },
+        Payload::Ping => ColdBody::LivePing { pn: d.pn },
     }
 }
 
-/// The packet number and payload of a live transport packet, as sent
-/// (inverse of [`live_body`]); `None` for the other bodies.
-fn live_payload(p: &SimPacket) -> Option<(u64, Payload)> {
-    Some(match p.body {
-        Body::LiveData {
+/// The packet number and payload of a live transport packet of `size`
+/// bytes, as sent (inverse of [`live_body`]); `None` for the other bodies.
+fn live_payload(body: &ColdBody, size: Bytes) -> Option<(u64, Payload)> {
+    Some(match *body {
+        ColdBody::LiveData {
             pn,
             id,
             frame_id,
@@ -2466,14 +2540,14 @@ fn live_payload(p: &SimPacket) -> Option<(u64, Payload)> {
                     count,
                     last_in_frame,
                     payload,
-                    wire_size: p.size,
+                    wire_size: size,
                 },
                 copy,
             },
         ),
-        Body::LiveRepair { pn, repair } => (pn, Payload::Repair(repair)),
-        Body::LivePing { pn } => (pn, Payload::Ping),
-        _ => return None,
+        ColdBody::LiveRepair { pn, repair } => (pn, Payload::Repair(repair)),
+        ColdBody::LivePing { pn } => (pn, Payload::Ping),
+        ColdBody::Media { .. } | ColdBody::MpMedia { .. } => return None,
     })
 }
 
@@ -2599,10 +2673,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn live_packets_do_not_grow_the_packet_arena_slot() {
-        // 88 bytes before live flows existed: the media body (64) is still the largest.
-        assert_eq!(std::mem::size_of::<Body>(), 64);
-        assert_eq!(std::mem::size_of::<SimPacket>(), 88);
+    fn flow_hot_fields_share_four_lines() {
+        use std::mem::offset_of;
+        assert_eq!(std::mem::align_of::<Flow>(), 64);
+        assert_eq!(std::mem::size_of::<SenderEp>(), 16);
+        // Line 0: endpoints and timers; line 1: the two waiting lists.
+        assert_eq!(offset_of!(Flow, receiver_timer) + 16, 64);
+        assert_eq!(offset_of!(Flow, waiting), 64);
+        // Line 2: counters, stop, mp, stopped; line 3: the histogram header.
+        assert_eq!(offset_of!(Flow, counters), 128);
+        assert!(offset_of!(Flow, stopped) < 192);
+        assert_eq!(offset_of!(Flow, owd), 192);
+        assert!(offset_of!(Flow, owd) + std::mem::size_of::<DelayHistogram>() <= 256);
+    }
+
+    #[test]
+    fn packet_fits_one_cache_line() {
+        // 88 bytes (two lines) while media and live metadata were inline;
+        // out of line (`ColdBody`), the largest inline body is a TCP segment
+        // (32 bytes, the tag in its `retransmission` flag's spare values),
+        // and flow, dir, path, size and sent take 24: 56, padded to the line.
+        assert_eq!(std::mem::size_of::<Body>(), 32);
+        assert_eq!(std::mem::size_of::<SimPacket>(), 64);
+        assert_eq!(std::mem::align_of::<SimPacket>(), 64);
     }
 
     #[test]
@@ -2636,24 +2729,12 @@ mod tests {
                 send_time: Instant::ZERO,
                 payload,
             };
-            let p = SimPacket {
-                flow: 0,
-                dir: Dir::Fwd,
-                path: 0,
-                size,
-                sent: Instant::ZERO,
-                body: live_body(&d),
-            };
-            assert_eq!(live_payload(&p), Some((99, payload)));
+            assert_eq!(live_payload(&live_body(&d), size), Some((99, payload)));
         }
-        let other = SimPacket {
-            flow: 0,
-            dir: Dir::Fwd,
-            path: 0,
-            size: Bytes::new(100),
-            sent: Instant::ZERO,
-            body: Body::Cbr,
+        let other = ColdBody::MpMedia {
+            seq: 1,
+            meta: media,
         };
-        assert_eq!(live_payload(&other), None);
+        assert_eq!(live_payload(&other, media.wire_size), None);
     }
 }
