@@ -188,13 +188,97 @@ impl Slot {
     }
 }
 
-enum Outcome {
+/// How a frame left the assembly window (shared with the multipath session's
+/// frame buffer, which finishes frames by the same rules).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Outcome {
     /// Displayed at this instant.
     Displayed(Instant),
     /// Given up at this instant.
     Dropped(Instant),
     /// Still pending at the end of the run.
     Unfinished,
+}
+
+/// What the accounting of a finished frame needs to know of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FinishedFrame {
+    pub(crate) frame_id: u64,
+    /// At least one packet arrived (type and capture time are known).
+    pub(crate) seen: bool,
+    pub(crate) frame_type: FrameType,
+    pub(crate) capture_time: Instant,
+    pub(crate) size: Bytes,
+    pub(crate) complete: Option<Instant>,
+}
+
+/// Display bookkeeping shared by [`Player`] and the multipath frame buffer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DisplayLog {
+    pub(crate) last_display: Option<Instant>,
+    /// When the previous frame was finished (displayed or given up).
+    pub(crate) last_resolved: Instant,
+    pub(crate) out: VecDeque<FrameRecord>,
+    pub(crate) stats: PlayerStats,
+}
+
+impl DisplayLog {
+    /// Accounts `frame` finished with `outcome`: stall gaps (DESIGN §6),
+    /// display/drop/missing/unfinished counts, and its [`FrameRecord`] if any
+    /// packet of it arrived. Returns the display instant, if displayed.
+    pub(crate) fn finish(
+        &mut self,
+        frame: FinishedFrame,
+        outcome: Outcome,
+        stall_threshold: Duration,
+    ) -> Option<Instant> {
+        let displayed = match outcome {
+            Outcome::Displayed(t) => {
+                if let Some(prev) = self.last_display {
+                    let gap = t - prev;
+                    // DESIGN §6: gaps longer than the threshold count, whole.
+                    if gap > stall_threshold {
+                        self.stats.stall_time += gap;
+                        self.stats.stall_count += 1;
+                    }
+                }
+                self.last_display = Some(t);
+                self.last_resolved = t;
+                self.stats.frames_displayed += 1;
+                self.stats.displayed_payload += frame.size;
+                Some(t)
+            }
+            Outcome::Dropped(at) => {
+                self.last_resolved = self.last_resolved.max(at);
+                if frame.seen {
+                    self.stats.frames_dropped += 1;
+                } else {
+                    self.stats.frames_missing += 1;
+                }
+                None
+            }
+            Outcome::Unfinished => {
+                if frame.seen {
+                    self.stats.frames_unfinished += 1;
+                } else {
+                    self.stats.frames_missing += 1;
+                }
+                None
+            }
+        };
+        if frame.seen {
+            self.out.push_back(FrameRecord {
+                frame_id: frame.frame_id,
+                frame_type: frame.frame_type,
+                size: frame.size,
+                capture_time: frame.capture_time,
+                complete: frame.complete,
+                displayed,
+                dropped: displayed.is_none() && !matches!(outcome, Outcome::Unfinished),
+            });
+        }
+        displayed
+    }
 }
 
 /// Receiver-side frame assembly, decoding order and display (module doc).
@@ -211,12 +295,8 @@ pub struct Player {
     base_id: u64,
     /// Whether frame `base_id − 1` was decoded (false before any frame).
     prev_decoded: bool,
-    last_display: Option<Instant>,
-    /// When frame `base_id − 1` was finished (displayed or given up): the next
-    /// frame cannot be displayed earlier, since display follows frame order.
-    last_resolved: Instant,
-    out: VecDeque<FrameRecord>,
-    stats: PlayerStats,
+    /// Display bookkeeping, frame records and counters.
+    log: DisplayLog,
     /// Earliest completion among `window[1..]` (the give-up clock of an
     /// incomplete front frame), kept up to date so that a packet costs O(1)
     /// rather than a scan of the window; recomputed once per finished frame.
@@ -231,10 +311,7 @@ impl Player {
             window: VecDeque::new(),
             base_id: 0,
             prev_decoded: false,
-            last_display: None,
-            last_resolved: Instant::ZERO,
-            out: VecDeque::new(),
-            stats: PlayerStats::default(),
+            log: DisplayLog::default(),
             newer_complete: None,
         }
     }
@@ -244,13 +321,13 @@ impl Player {
         // Deadlines that passed before this packet apply first, even if the driver
         // has not called `on_timeout` yet.
         self.advance(now);
-        self.stats.packets_received += 1;
+        self.log.stats.packets_received += 1;
         if meta.frame_id < self.base_id {
-            self.stats.packets_late += 1;
+            self.log.stats.packets_late += 1;
             return;
         }
         if meta.index >= MAX_PACKETS_PER_FRAME {
-            self.stats.packets_invalid += 1;
+            self.log.stats.packets_invalid += 1;
             return;
         }
         self.make_room(now, meta.frame_id);
@@ -261,13 +338,13 @@ impl Player {
         let offset = (meta.frame_id - self.base_id) as usize;
         let slot = &mut self.window[offset];
         if slot.complete.is_some() {
-            self.stats.packets_duplicate += 1;
+            self.log.stats.packets_duplicate += 1;
             return;
         }
         let word = (meta.index / 64) as usize;
         let bit = 1u64 << (meta.index % 64);
         if slot.received.get(word).is_some_and(|w| w & bit != 0) {
-            self.stats.packets_duplicate += 1;
+            self.log.stats.packets_duplicate += 1;
             return;
         }
         let beyond_last = slot.last_index.is_some_and(|l| meta.index > l);
@@ -275,7 +352,7 @@ impl Player {
             && (slot.n_received > 0 && slot.max_index > meta.index
                 || slot.last_index.is_some_and(|l| l != meta.index));
         if beyond_last || last_before_seen {
-            self.stats.packets_invalid += 1;
+            self.log.stats.packets_invalid += 1;
             return;
         }
         if !slot.seen {
@@ -295,8 +372,8 @@ impl Player {
         }
         if slot.last_index.is_some_and(|l| slot.n_received == l + 1) {
             slot.complete = Some(now);
-            self.stats.frames_complete += 1;
-            self.stats.delivered_payload += slot.size;
+            self.log.stats.frames_complete += 1;
+            self.log.stats.delivered_payload += slot.size;
             if offset > 0 {
                 self.newer_complete = Some(self.newer_complete.map_or(now, |t| t.min(now)));
             }
@@ -323,7 +400,7 @@ impl Player {
     /// frame order. The driver drains these (e.g. into `frames.csv`); they are kept
     /// until drained.
     pub fn poll_frame(&mut self) -> Option<FrameRecord> {
-        self.out.pop_front()
+        self.log.out.pop_front()
     }
 
     /// End of the run at `now`: display what is due, then flush every remaining
@@ -333,12 +410,12 @@ impl Player {
         while !self.window.is_empty() {
             self.finish_front(Outcome::Unfinished);
         }
-        self.stats.trailing_gap = self.last_display.map_or(Duration::ZERO, |t| now - t);
+        self.log.stats.trailing_gap = self.log.last_display.map_or(Duration::ZERO, |t| now - t);
     }
 
     /// Counters so far.
     pub fn stats(&self) -> PlayerStats {
-        self.stats
+        self.log.stats
     }
 
     /// Stall ratio (DESIGN §6): Σ(inter-frame display gaps > threshold) / `run_time`.
@@ -347,7 +424,7 @@ impl Player {
         if run_time.is_zero() {
             0.0
         } else {
-            self.stats.stall_time.as_secs_f64() / run_time.as_secs_f64()
+            self.log.stats.stall_time.as_secs_f64() / run_time.as_secs_f64()
         }
     }
 
@@ -355,8 +432,8 @@ impl Player {
     /// frame's finish is its display instant when it was displayed.
     fn display_instant(&self, complete: Instant) -> Instant {
         let ready = complete + self.config.playout_delay;
-        if self.last_resolved > ready {
-            self.last_resolved
+        if self.log.last_resolved > ready {
+            self.log.last_resolved
         } else {
             ready
         }
@@ -381,10 +458,10 @@ impl Player {
                         front.seen && (front.frame_type == FrameType::Key || self.prev_decoded);
                     if !decodable {
                         // Frozen: its reference was lost; wait for the next key frame.
-                        let at = if c > self.last_resolved {
+                        let at = if c > self.log.last_resolved {
                             c
                         } else {
-                            self.last_resolved
+                            self.log.last_resolved
                         };
                         self.finish_front(Outcome::Dropped(at));
                         continue;
@@ -410,10 +487,10 @@ impl Player {
         while frame_id - self.base_id >= WINDOW_CAP {
             if self.window.is_empty() {
                 // Nothing of the skipped ids ever arrived.
-                self.stats.frames_missing += frame_id - self.base_id;
+                self.log.stats.frames_missing += frame_id - self.base_id;
                 self.base_id = frame_id;
                 self.prev_decoded = false;
-                self.last_resolved = self.last_resolved.max(now);
+                self.log.last_resolved = self.log.last_resolved.max(now);
                 break;
             }
             self.finish_front(Outcome::Dropped(now));
@@ -428,54 +505,16 @@ impl Player {
         };
         self.base_id = slot.frame_id + 1;
         self.newer_complete = self.window.iter().skip(1).filter_map(|s| s.complete).min();
-        let displayed = match outcome {
-            Outcome::Displayed(t) => {
-                if let Some(prev) = self.last_display {
-                    let gap = t - prev;
-                    // DESIGN §6: gaps longer than the threshold count, whole.
-                    if gap > self.config.stall_threshold {
-                        self.stats.stall_time += gap;
-                        self.stats.stall_count += 1;
-                    }
-                }
-                self.last_display = Some(t);
-                self.last_resolved = t;
-                self.prev_decoded = true;
-                self.stats.frames_displayed += 1;
-                self.stats.displayed_payload += slot.size;
-                Some(t)
-            }
-            Outcome::Dropped(at) => {
-                self.prev_decoded = false;
-                self.last_resolved = self.last_resolved.max(at);
-                if slot.seen {
-                    self.stats.frames_dropped += 1;
-                } else {
-                    self.stats.frames_missing += 1;
-                }
-                None
-            }
-            Outcome::Unfinished => {
-                self.prev_decoded = false;
-                if slot.seen {
-                    self.stats.frames_unfinished += 1;
-                } else {
-                    self.stats.frames_missing += 1;
-                }
-                None
-            }
+        let frame = FinishedFrame {
+            frame_id: slot.frame_id,
+            seen: slot.seen,
+            frame_type: slot.frame_type,
+            capture_time: slot.capture_time,
+            size: slot.size,
+            complete: slot.complete,
         };
-        if slot.seen {
-            self.out.push_back(FrameRecord {
-                frame_id: slot.frame_id,
-                frame_type: slot.frame_type,
-                size: slot.size,
-                capture_time: slot.capture_time,
-                complete: slot.complete,
-                displayed,
-                dropped: displayed.is_none() && !matches!(outcome, Outcome::Unfinished),
-            });
-        }
+        let displayed = self.log.finish(frame, outcome, self.config.stall_threshold);
+        self.prev_decoded = displayed.is_some();
     }
 }
 
@@ -843,7 +882,7 @@ mod tests {
             }
             finished += drain(&mut p).len() as u64;
             max_window = max_window.max(p.window.len());
-            assert!(p.out.is_empty());
+            assert!(p.log.out.is_empty());
         }
         assert!(max_window <= 5, "window grew to {max_window}");
         assert!(finished >= 99_990);

@@ -25,7 +25,9 @@ use std::collections::VecDeque;
 
 use crate::media::frame::FrameType;
 use crate::media::packetizer::MediaPacket;
-use crate::media::player::{FrameRecord, PlayerStats, MAX_PACKETS_PER_FRAME, WINDOW_CAP};
+use crate::media::player::{
+    DisplayLog, FinishedFrame, FrameRecord, Outcome, PlayerStats, MAX_PACKETS_PER_FRAME, WINDOW_CAP,
+};
 use crate::time::{Duration, Instant};
 use crate::units::Bytes;
 
@@ -83,12 +85,6 @@ impl Slot {
     }
 }
 
-enum Outcome {
-    Displayed(Instant),
-    Dropped(Instant),
-    Unfinished,
-}
-
 /// Frame assembly across paths, decoding order and display (module doc).
 #[derive(Debug, Clone)]
 pub(crate) struct FrameBuffer {
@@ -98,13 +94,11 @@ pub(crate) struct FrameBuffer {
     /// Whether frame `base_id − 1` was displayed; `None` before any frame
     /// finished.
     prev_decoded: Option<bool>,
-    last_display: Option<Instant>,
-    last_resolved: Instant,
+    /// Display bookkeeping, frame records and counters.
+    log: DisplayLog,
     /// Completed key frames still in the window: (frame id, completion),
     /// increasing id.
     complete_keys: VecDeque<(u64, Instant)>,
-    out: VecDeque<FrameRecord>,
-    stats: PlayerStats,
 }
 
 impl FrameBuffer {
@@ -114,20 +108,17 @@ impl FrameBuffer {
             window: VecDeque::new(),
             base_id: 0,
             prev_decoded: None,
-            last_display: None,
-            last_resolved: Instant::ZERO,
+            log: DisplayLog::default(),
             complete_keys: VecDeque::new(),
-            out: VecDeque::new(),
-            stats: PlayerStats::default(),
         }
     }
 
     pub(crate) fn stats(&self) -> PlayerStats {
-        self.stats
+        self.log.stats
     }
 
     pub(crate) fn poll_frame(&mut self) -> Option<FrameRecord> {
-        self.out.pop_front()
+        self.log.out.pop_front()
     }
 
     /// The decoding chain is broken (the last finished frame was not
@@ -151,13 +142,13 @@ impl FrameBuffer {
 
     pub(crate) fn on_segment(&mut self, now: Instant, pkt: &MediaPacket) -> SegmentArrival {
         self.advance(now);
-        self.stats.packets_received += 1;
+        self.log.stats.packets_received += 1;
         if pkt.frame_id < self.base_id {
-            self.stats.packets_late += 1;
+            self.log.stats.packets_late += 1;
             return SegmentArrival::Late;
         }
         if pkt.count == 0 || pkt.count > MAX_PACKETS_PER_FRAME || pkt.index >= pkt.count {
-            self.stats.packets_invalid += 1;
+            self.log.stats.packets_invalid += 1;
             return SegmentArrival::Invalid;
         }
         self.make_room(now, pkt.frame_id);
@@ -169,24 +160,24 @@ impl FrameBuffer {
         let offset = (pkt.frame_id - self.base_id) as usize;
         let slot = &mut self.window[offset];
         if slot.complete.is_some() {
-            self.stats.packets_duplicate += 1;
+            self.log.stats.packets_duplicate += 1;
             return SegmentArrival::Duplicate;
         }
         if slot.seen && slot.count != pkt.count {
-            self.stats.packets_invalid += 1;
+            self.log.stats.packets_invalid += 1;
             return SegmentArrival::Invalid;
         }
         let word = (pkt.index / 64) as usize;
         let bit = 1u64 << (pkt.index % 64);
         if slot.received.get(word).is_some_and(|w| w & bit != 0) {
-            self.stats.packets_duplicate += 1;
+            self.log.stats.packets_duplicate += 1;
             return SegmentArrival::Duplicate;
         }
         if slot.seen && slot.frame_type == FrameType::Delta && now >= slot.first_arrival + max_wait
         {
             // §4.2: the delta frame's wait is over; it is dropped (below or
             // when it reaches the front) and cannot complete any more.
-            self.stats.packets_late += 1;
+            self.log.stats.packets_late += 1;
             return SegmentArrival::Late;
         }
         if !slot.seen {
@@ -202,8 +193,8 @@ impl FrameBuffer {
         slot.size += pkt.payload;
         if slot.n_received == slot.count {
             slot.complete = Some(now);
-            self.stats.frames_complete += 1;
-            self.stats.delivered_payload += slot.size;
+            self.log.stats.frames_complete += 1;
+            self.log.stats.delivered_payload += slot.size;
             if slot.frame_type == FrameType::Key {
                 let id = slot.frame_id;
                 let at = self
@@ -237,11 +228,11 @@ impl FrameBuffer {
         while !self.window.is_empty() {
             self.finish_front(Outcome::Unfinished);
         }
-        self.stats.trailing_gap = self.last_display.map_or(Duration::ZERO, |t| now - t);
+        self.log.stats.trailing_gap = self.log.last_display.map_or(Duration::ZERO, |t| now - t);
     }
 
     fn display_instant(&self, complete: Instant) -> Instant {
-        (complete + self.config.playout_delay).max(self.last_resolved)
+        (complete + self.config.playout_delay).max(self.log.last_resolved)
     }
 
     /// Give-up instant of the incomplete front frame (module doc); `None` for
@@ -269,7 +260,7 @@ impl FrameBuffer {
                         front.frame_type == FrameType::Key || self.prev_decoded == Some(true);
                     if !decodable {
                         // Frozen until the next key frame.
-                        let at = c.max(self.last_resolved);
+                        let at = c.max(self.log.last_resolved);
                         self.finish_front(Outcome::Dropped(at));
                         continue;
                     }
@@ -303,10 +294,10 @@ impl FrameBuffer {
     fn make_room(&mut self, now: Instant, frame_id: u64) {
         while frame_id - self.base_id >= WINDOW_CAP {
             if self.window.is_empty() {
-                self.stats.frames_missing += frame_id - self.base_id;
+                self.log.stats.frames_missing += frame_id - self.base_id;
                 self.base_id = frame_id;
                 self.prev_decoded = Some(false);
-                self.last_resolved = self.last_resolved.max(now);
+                self.log.last_resolved = self.log.last_resolved.max(now);
                 break;
             }
             self.finish_front(Outcome::Dropped(now));
@@ -326,52 +317,19 @@ impl FrameBuffer {
         {
             self.complete_keys.pop_front();
         }
-        let displayed = match outcome {
-            Outcome::Displayed(t) => {
-                if let Some(prev) = self.last_display {
-                    let gap = t - prev;
-                    // DESIGN §6: gaps longer than the threshold count, whole.
-                    if gap > self.config.stall_threshold {
-                        self.stats.stall_time += gap;
-                        self.stats.stall_count += 1;
-                    }
-                }
-                self.last_display = Some(t);
-                self.last_resolved = t;
-                self.prev_decoded = Some(true);
-                self.stats.frames_displayed += 1;
-                self.stats.displayed_payload += slot.size;
-                Some(t)
-            }
-            Outcome::Dropped(at) => {
-                self.prev_decoded = Some(false);
-                self.last_resolved = self.last_resolved.max(at);
-                if slot.seen {
-                    self.stats.frames_dropped += 1;
-                } else {
-                    self.stats.frames_missing += 1;
-                }
-                None
-            }
-            Outcome::Unfinished => {
-                if slot.seen {
-                    self.stats.frames_unfinished += 1;
-                } else {
-                    self.stats.frames_missing += 1;
-                }
-                None
-            }
+        let frame = FinishedFrame {
+            frame_id: slot.frame_id,
+            seen: slot.seen,
+            frame_type: slot.frame_type,
+            capture_time: slot.capture_time,
+            size: slot.size,
+            complete: slot.complete,
         };
-        if slot.seen {
-            self.out.push_back(FrameRecord {
-                frame_id: slot.frame_id,
-                frame_type: slot.frame_type,
-                size: slot.size,
-                capture_time: slot.capture_time,
-                complete: slot.complete,
-                displayed,
-                dropped: displayed.is_none() && !matches!(outcome, Outcome::Unfinished),
-            });
+        let displayed = self.log.finish(frame, outcome, self.config.stall_threshold);
+        match outcome {
+            // A frame still pending at the end says nothing of the next.
+            Outcome::Unfinished => {}
+            _ => self.prev_decoded = Some(displayed.is_some()),
         }
     }
 }
