@@ -389,6 +389,10 @@ pub(crate) struct Flow {
     /// flow whose responses enter a dedicated link), set once the links'
     /// sharing is known.
     early_ok: [bool; 2],
+    /// Whether an early delivery to this flow may pass the next sample
+    /// (`Presample`): a single-path TCP or CBR flow whose sampled bottleneck
+    /// is never fed ahead of time. Fixed for the run.
+    presample_ok: bool,
     pub(crate) owd: DelayHistogram,
     pub(crate) name: String,
     pub(crate) kind: FlowKind,
@@ -409,11 +413,39 @@ pub(crate) struct Flow {
     pub(crate) states: Vec<(&'static str, u64)>,
     /// Counters at the previous sample, for per-interval rates.
     prev: FlowCounters,
+    /// What the next sample reads of an endpoint that an early delivery
+    /// has already moved past it.
+    presample: Presample,
     pub(crate) media: Option<MediaOutcome>,
     /// A live flow's results (end of run).
     pub(crate) live: Option<Box<LiveOutcome>>,
     rng_seed: u64,
     rng_id: u64,
+}
+
+/// The values a sample reads of a TCP or CBR flow's endpoints, captured as
+/// they stand at the next sample when an early delivery is about to process
+/// an endpoint at or after that sample (`World::deliver_at`).
+///
+/// Early delivery runs an endpoint ahead of the queue's clock. Up to the
+/// next sample that is invisible, since nothing reads the endpoint before
+/// its delivery's instant; past it, the sample would read the endpoint's
+/// state from after the delivery. The early delivery's conditions (no timer
+/// of the endpoint and no other delivery to it before the packet's arrival)
+/// mean the endpoint is unchanged from now until that arrival, so its state
+/// now is its state at the sample: keep it, and let the sample read the copy.
+/// A delivery may pass one sample at most (`can_deliver_early`), so one copy
+/// per side serves.
+#[derive(Debug, Clone, Copy, Default)]
+struct Presample {
+    /// The sender's side was captured (for the next sample).
+    sender: bool,
+    bytes_sent: u64,
+    cwnd: Option<Bytes>,
+    srtt: Option<Duration>,
+    /// The receiver's side was captured.
+    receiver: bool,
+    goodput_bytes: u64,
 }
 
 /// End-of-run media results of a flow.
@@ -814,6 +846,7 @@ impl World {
                 waiting: [VecDeque::new(), VecDeque::new()],
                 stopped: false,
                 early_ok: [false; 2],
+                presample_ok: false,
                 counters: FlowCounters::default(),
                 owd: DelayHistogram::new(),
                 frame_delay: DelayHistogram::new(),
@@ -822,6 +855,7 @@ impl World {
                 target_sum: 0.0,
                 states: Vec::new(),
                 prev: FlowCounters::default(),
+                presample: Presample::default(),
                 media: None,
                 mp,
                 live: None,
@@ -891,6 +925,10 @@ impl World {
                     && world.dedicated[world.paths[first_back as usize] as usize];
                 world.flows[fi].early_ok[dir as usize] = ok;
             }
+            let f = &world.flows[fi];
+            world.flows[fi].presample_ok = matches!(f.kind, FlowKind::Tcp | FlowKind::UdpCbr)
+                && f.mp.is_none()
+                && !world.dedicated[f.bottleneck];
         }
         for i in 0..world.flows.len() {
             let (start, stop) = (world.flows[i].start, world.flows[i].stop);
@@ -1301,7 +1339,8 @@ impl World {
     /// Early delivery (lookahead): a packet whose remaining path is dedicated
     /// reaches its endpoint at a known instant `t`. If nothing else can touch
     /// that endpoint before `t` — no timer of its own, no earlier delivery
-    /// still queued, no sample, stop or end of run in between — the endpoint
+    /// still queued, no stop or end of run in between, and no sample unless
+    /// it can read what it needs from `Presample` — the endpoint
     /// processes it now, with the clock set to `t`, exactly as the event at `t`
     /// would have: whatever it sends in response enters its own dedicated
     /// links in time order and reaches the next shared link through the queue.
@@ -1373,11 +1412,39 @@ impl World {
     fn deliver_at(&mut self, idx: u32, at: Instant) {
         let now = self.now;
         let early = at > now;
+        if early && at >= self.next_sample {
+            let p = &self.packets[idx as usize];
+            self.presample(p.flow as usize, p.dir);
+        }
         self.now = at;
         self.early = early;
         self.deliver(idx);
         self.early = false;
         self.now = now;
+    }
+
+    /// Keeps what the next sample reads of the endpoint of flow `fi` at the
+    /// end of direction `dir`, unless already kept (`Presample`).
+    #[cold]
+    fn presample(&mut self, fi: usize, dir: Dir) {
+        let f = &mut self.flows[fi];
+        debug_assert!(f.presample_ok);
+        let ps = &mut f.presample;
+        match dir {
+            Dir::Fwd if !ps.receiver => {
+                ps.receiver = true;
+                ps.goodput_bytes = f.counters.goodput_bytes;
+            }
+            Dir::Rev if !ps.sender => {
+                ps.sender = true;
+                ps.bytes_sent = f.counters.bytes_sent;
+                if let SenderEp::Tcp(s) = &f.sender {
+                    ps.cwnd = Some(s.cwnd());
+                    ps.srtt = s.srtt();
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Delivers, early, the waiting packets of flow `fi`'s endpoint in
@@ -1440,7 +1507,11 @@ impl World {
             (Dir::Fwd, ReceiverEp::Tcp(r)) => r.poll_timeout().is_none_or(|d| d > t),
             _ => timer.is_none_or(|s| s < self.now || s > t),
         };
-        timer_clear && t < self.next_sample && t < f.stop && t <= self.end
+        // Past the next sample only where `Presample` keeps what it reads,
+        // and never past two.
+        let sample_clear =
+            t < self.next_sample || (f.presample_ok && t < self.next_sample + self.sample_interval);
+        timer_clear && sample_clear && t < f.stop && t <= self.end
     }
 
     fn deliver(&mut self, idx: u32) {
@@ -2368,10 +2439,21 @@ impl World {
             };
             let f = &mut self.flows[fi];
             let rate = |b: u64| Bytes::new(b) / interval;
-            let send = rate(f.counters.bytes_sent - f.prev.bytes_sent);
-            let goodput = rate(f.counters.goodput_bytes - f.prev.goodput_bytes);
-            f.prev = f.counters.clone();
+            // The counters as they stood now: an endpoint an early delivery
+            // already moved past this sample left its values in `presample`.
+            let ps = std::mem::take(&mut f.presample);
+            let mut at_sample = f.counters.clone();
+            if ps.sender {
+                at_sample.bytes_sent = ps.bytes_sent;
+            }
+            if ps.receiver {
+                at_sample.goodput_bytes = ps.goodput_bytes;
+            }
+            let send = rate(at_sample.bytes_sent - f.prev.bytes_sent);
+            let goodput = rate(at_sample.goodput_bytes - f.prev.goodput_bytes);
+            f.prev = at_sample;
             let (target, est, cwnd, srtt, state): SenderSample = match &mut f.sender {
+                SenderEp::Tcp(_) if ps.sender => (None, None, ps.cwnd, ps.srtt, None),
                 SenderEp::Media(s) => {
                     let cc = s.controller();
                     let e = cc.estimate();

@@ -381,6 +381,44 @@ stop = "9s"
 "#,
             true,
         ),
+        (
+            // TCP and CBR flows sampled every 20 ms, inside their
+            // deliveries' lookahead: early deliveries pass samples, which
+            // read the endpoints' values kept for them (`Presample`).
+            "dumbbell-tcp-fine-samples",
+            r#"
+duration = "6s"
+[output]
+sample_interval = "20ms"
+[topology]
+kind = "dumbbell"
+[[link]]
+name = "bottleneck"
+rate = "20Mbps"
+delay = "25ms"
+queue = "150KB"
+[[flow]]
+name = "t1"
+kind = "tcp"
+delayed_ack = true
+[[flow]]
+name = "t2"
+kind = "tcp"
+cc = "cubic"
+start = "0.3137s"
+[[flow]]
+name = "t3"
+kind = "tcp"
+start = "0.7071s"
+stop = "4.5s"
+[[flow]]
+name = "udp"
+kind = "udp-cbr"
+rate = "2Mbps"
+start = "1.0093s"
+"#,
+            true,
+        ),
     ];
     for &(name, text, saves) in SETUPS {
         let sc = Scenario::from_toml_str(text, name).unwrap_or_else(|e| panic!("{e}"));
