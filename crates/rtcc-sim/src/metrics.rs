@@ -57,9 +57,10 @@ fn bucket_range(i: usize) -> (u64, u64) {
 /// two significant digits (quantiles within 0.8 %; the mean is exact). Each
 /// histogram is 26 KB, allocated once when it is created.
 ///
-/// The header is 48 bytes (a thin pointer to the buckets, counters, the sum as
-/// two words, the current run), so that it fits in the cache lines of its
-/// owner's other hot fields (`Link`).
+/// The header is 40 bytes (a thin pointer to the buckets, the zeros, the sum
+/// as two words, the current run), so that it fits in the cache lines of its
+/// owner's other hot fields (`Link`); the count of samples is not kept but
+/// summed when read.
 ///
 /// Consecutive samples often fall in the same bucket (an access link's queue
 /// delay is one transmission time whenever a sender sends two packets back to
@@ -70,7 +71,6 @@ fn bucket_range(i: usize) -> (u64, u64) {
 #[derive(Debug, Clone)]
 pub struct DelayHistogram {
     counts: Box<[u64; BUCKETS]>,
-    count: u64,
     /// Samples of zero, kept apart from `counts[0]` (merged on read).
     zeros: u64,
     /// Sum of the samples (µs), low and high 64 bits of a 128-bit sum.
@@ -97,7 +97,6 @@ impl DelayHistogram {
                 .into_boxed_slice()
                 .try_into()
                 .unwrap_or_else(|_| unreachable!("the vector has BUCKETS elements")),
-            count: 0,
             zeros: 0,
             sum_lo: 0,
             sum_hi: 0,
@@ -109,7 +108,6 @@ impl DelayHistogram {
     #[inline]
     pub fn record(&mut self, d: Duration) {
         let us = d.as_micros().min(MAX_US);
-        self.count += 1;
         if us == 0 {
             // Common (an idle link's waiting time): counted in the struct, so the
             // bucket array stays out of the cache.
@@ -127,7 +125,9 @@ impl DelayHistogram {
         }
         let (lo, carry) = self.sum_lo.overflowing_add(us);
         self.sum_lo = lo;
-        self.sum_hi += u64::from(carry);
+        if carry {
+            self.sum_hi += 1;
+        }
     }
     /// Adds the current run to its bucket.
     #[inline]
@@ -151,14 +151,15 @@ impl DelayHistogram {
     fn sum_us(&self) -> u128 {
         (u128::from(self.sum_hi) << 64) | u128::from(self.sum_lo)
     }
-    /// Number of samples.
+    /// Number of samples (a scan of the buckets: the count is not kept, so
+    /// that a sample writes one field fewer).
     pub fn count(&self) -> u64 {
-        self.count
+        self.zeros + u64::from(self.run_len) + self.counts.iter().sum::<u64>()
     }
     /// The value (ms) at quantile `q`: the middle of the bucket holding the
     /// sample of rank ⌈q·n⌉.
-    fn quantile(&self, q: f64) -> f64 {
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+    fn quantile(&self, q: f64, count: u64) -> f64 {
+        let rank = ((q * count as f64).ceil() as u64).clamp(1, count);
         let mut seen = self.zeros;
         if seen >= rank {
             return 0.0;
@@ -174,13 +175,14 @@ impl DelayHistogram {
     }
     /// Mean, median and p95 in milliseconds (all zero when empty).
     pub fn summary(&self) -> DelaySummary {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             return DelaySummary::default();
         }
         DelaySummary {
-            mean: self.sum_us() as f64 / self.count as f64 / 1000.0,
-            p50: self.quantile(0.5),
-            p95: self.quantile(0.95),
+            mean: self.sum_us() as f64 / count as f64 / 1000.0,
+            p50: self.quantile(0.5, count),
+            p95: self.quantile(0.95, count),
         }
     }
 }
@@ -266,7 +268,7 @@ mod tests {
         for q in [0.5, 0.95] {
             let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
             let exact = sorted[rank - 1] as f64 / 1000.0;
-            let got = h.quantile(q);
+            let got = h.quantile(q, h.count());
             assert!(
                 (got - exact).abs() <= exact * 0.01 + 0.001,
                 "q{q}: {got} vs {exact}"
@@ -275,7 +277,6 @@ mod tests {
         // The two-word sum carries into its high word.
         let mut big = DelayHistogram::new();
         big.sum_lo = u64::MAX - 5;
-        big.count = 1;
         big.record(Duration::from_micros(10));
         assert_eq!(big.sum_us(), u128::from(u64::MAX) + 5);
         // Saturation at one hour.

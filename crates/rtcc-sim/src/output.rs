@@ -272,7 +272,7 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             let s = l.stats();
             json!({
                 "name": name,
-                "queue_delay_ms": delay_json(s.queue_delay.summary()),
+                "queue_delay_ms": delay_json(l.queue_delay().summary()),
                 "drops": s.drops_queue + s.drops_loss,
                 "drops_queue": s.drops_queue,
                 "drops_loss": s.drops_loss,

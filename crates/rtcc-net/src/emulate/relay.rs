@@ -378,7 +378,7 @@ pub struct DirectionStats {
     /// transmission (+ jitter).
     pub max_queue_delay: Duration,
     /// Waiting time in the queue, as the simulator reports it
-    /// ([`LinkStats::queue_delay`]), in ms.
+    /// ([`Link::queue_delay`]), in ms.
     pub queue_delay: DelaySummary,
     /// Actual send time − scheduled delivery instant, over all sends.
     pub send_lateness: LatenessSummary,
@@ -522,7 +522,7 @@ impl Direction {
 
     fn stats(&self) -> DirectionStats {
         let c = self.counters;
-        let link = self.link.stats().clone();
+        let link = self.link.stats();
         DirectionStats {
             datagrams_in: c.datagrams_in,
             bytes_in: c.bytes_in,
@@ -536,7 +536,7 @@ impl Direction {
             recv_errors: c.recv_errors,
             held_at_exit: c.held_at_exit,
             max_queue_delay: c.max_queue_delay,
-            queue_delay: link.queue_delay.summary(),
+            queue_delay: self.link.queue_delay().summary(),
             send_lateness: self.lateness.summary(),
             link,
         }

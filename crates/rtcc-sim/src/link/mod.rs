@@ -42,7 +42,7 @@
 //!   on the link (a packet that would overtake is held until the previous one).
 //! - **Loss** is applied after the queue, at the packet's departure: a lost
 //!   packet has used link capacity (like a radio loss); see [`loss`].
-//! - **Queue delay** ([`LinkStats::queue_delay`]) of each admitted packet is
+//! - **Queue delay** ([`Link::queue_delay`]) of each admitted packet is
 //!   its waiting time: from its arrival until its own transmission starts
 //!   (zero on an idle link), excluding its transmission time, propagation and
 //!   jitter. This is ns-3's enqueue→dequeue time of a DropTailQueue under a
@@ -181,12 +181,9 @@ pub enum LinkOutcome {
     DroppedLoss,
 }
 
-/// Counters of a link.
-///
-/// `repr(C)`: the counters every packet updates come first, next to the
-/// histogram's header, so they share the link's hot cache lines (see [`Link`]).
-#[derive(Debug, Clone, Default)]
-#[repr(C)]
+/// Counters of a link (computed by [`Link::stats`]; the queue delays are in
+/// [`Link::queue_delay`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
     /// Packets offered to the link.
     pub packets_in: u64,
@@ -198,25 +195,92 @@ pub struct LinkStats {
     pub drops_queue: u64,
     /// Packets lost by the loss model.
     pub drops_loss: u64,
-    /// Per admitted packet: start of its transmission − arrival (waiting time only,
-    /// as ns-3's queue enqueue→dequeue; see the module doc).
-    pub queue_delay: DelayHistogram,
 }
 
-/// A packet that has not yet left the link's transmitter.
-#[derive(Debug, Clone, Copy)]
+/// A packet that has not yet left the link's transmitter: its departure and
+/// the link's count of queued bytes up to and including it (16 bytes, four
+/// to a cache line; the bytes behind a packet are `queued − cum_end`).
+#[derive(Debug, Clone, Copy, Default)]
 struct InFlight {
-    start: u64,
     departure: u64,
-    size: u64,
+    cum_end: u64,
 }
 
-/// Byte or packet limit in its runtime form.
-#[derive(Debug, Clone, Copy)]
-enum Limit {
-    None,
-    Bytes(u64),
-    Packets(u64),
+/// The packets not yet departed, oldest first: a ring buffer with a
+/// power-of-two capacity, grown (doubled) when full, never shrunk. Emptying
+/// it rewinds it to the start of the buffer, so an often idle link writes
+/// the same few slots.
+#[derive(Debug)]
+struct Ring {
+    buf: Box<[InFlight]>,
+    head: u32,
+    len: u32,
+}
+
+impl Ring {
+    fn with_capacity(n: usize) -> Ring {
+        Ring {
+            buf: vec![InFlight::default(); n.next_power_of_two()].into_boxed_slice(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> u64 {
+        u64::from(self.len)
+    }
+
+    #[inline]
+    fn front(&self) -> Option<InFlight> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.buf.len() - 1;
+        self.buf.get(self.head as usize & mask).copied()
+    }
+
+    /// Removes the oldest packet (the ring must not be empty).
+    #[inline]
+    fn pop_front(&mut self) {
+        debug_assert!(self.len > 0);
+        let mask = (self.buf.len() - 1) as u32;
+        self.head = (self.head + 1) & mask;
+        self.len -= 1;
+    }
+
+    #[inline]
+    fn push_back(&mut self, x: InFlight) {
+        if self.len as usize == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        if let Some(slot) = self
+            .buf
+            .get_mut((self.head as usize + self.len as usize) & mask)
+        {
+            *slot = x;
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+
+    /// Doubles the capacity, the packets moving to the start in order.
+    #[cold]
+    fn grow(&mut self) {
+        let n = self.buf.len();
+        let mut buf = vec![InFlight::default(); 2 * n].into_boxed_slice();
+        for (i, slot) in buf.iter_mut().take(self.len as usize).enumerate() {
+            *slot = self.buf[(self.head as usize + i) & (n - 1)];
+        }
+        self.buf = buf;
+        self.head = 0;
+    }
 }
 
 /// A unidirectional link: FIFO drop-tail queue, transmitter, propagation, loss.
@@ -225,36 +289,56 @@ enum Limit {
 ///
 /// A run with many flows has hundreds of links, and a packet visits several of
 /// them between two visits to the same one, so a link's state is usually out
-/// of the cache when a packet arrives. The fields [`Link::transmit`] touches
-/// come first, in declaration order (`repr(C)`), aligned to a cache line: the
-/// queue state, then the propagation parameters, then the counters
-/// ([`LinkStats`], itself `repr(C)`), 192 bytes, three lines. The rate model,
-/// loss model, RNG and configuration follow; a link with a constant rate, no
-/// loss and no jitter (`fast_rate` non-zero) never reads them per packet.
+/// of the cache when a packet arrives. What [`Link::transmit`] touches on a
+/// link with a constant rate, no loss and no jitter (`fast_rate` non-zero)
+/// comes first, in declaration order (`repr(C)`), in two cache lines aligned
+/// to 128 bytes (a pair the adjacent-line prefetcher fetches together): the
+/// queue state, then the propagation parameters and the queue-delay
+/// histogram's header. The counters a packet leaves unchanged on that path
+/// are derived when read ([`Link::stats`]). The rest follows: counters of
+/// drops and losses, the other links' state (service starts, jitter,
+/// delivery order), rate model, loss model, RNG and configuration.
 #[derive(Debug)]
-#[repr(C, align(64))]
+#[repr(C, align(128))]
 pub struct Link {
     /// Departure of the last admitted packet (ns).
     last_departure: u64,
-    /// Sum of `size` over `backlog`.
-    backlog_bytes: u64,
+    /// Bytes that entered the queue, cumulative (the ring's `cum_end`).
+    queued: u64,
+    /// Bytes of the queued packets that have departed, as of the last drain.
+    departed: u64,
     /// Packets not yet departed, oldest first.
-    backlog: VecDeque<InFlight>,
-    limit: Limit,
+    ring: Ring,
+    /// Drop-tail limits (`u64::MAX`: none).
+    limit_bytes: u64,
+    limit_packets: u64,
     delay_ns: u64,
-    /// Delivery of the last delivered packet (for the no-reordering rule).
-    last_delivery: Instant,
-    jitter_ns: u64,
     /// The rate (bit/s) of a constant-rate link without loss or jitter, whose
     /// packets `transmit` serves from the fields above alone; 0 otherwise.
     fast_rate: u64,
     /// The last packet size served on the fast path and its transmission time
     /// (ns), since most packets of a link have one of a few sizes: saves the
     /// division of [`rate::transmit_ns`]. 32 bits each, to keep the hot
-    /// fields in three lines; larger values are not cached.
+    /// fields in two lines; larger values are not cached.
     tx_size: u32,
     tx_ns: u32,
-    stats: LinkStats,
+    /// Per admitted packet: start of its transmission − arrival (waiting time only,
+    /// as ns-3's queue enqueue→dequeue; see the module doc). Its count is the
+    /// number of admitted packets.
+    queue_delay: DelayHistogram,
+    drops_queue: u64,
+    drops_loss: u64,
+    /// Bytes of the packets lost by the loss model.
+    bytes_lost: u64,
+    /// Bytes of admitted packets that departed at their arrival, never queued
+    /// (not in `queued`).
+    bytes_unqueued: u64,
+    /// Start of service of each packet in `ring`, for links other than the
+    /// fast ones (whose oldest packet is always in service, see `waiting`).
+    starts: VecDeque<u64>,
+    /// Delivery of the last delivered packet (for the no-reordering rule).
+    last_delivery: Instant,
+    jitter_ns: u64,
     server: Server,
     loss: LossState,
     rng: Rng,
@@ -270,12 +354,13 @@ impl Link {
     pub fn new(config: LinkConfig, rng: Rng) -> Link {
         let server = Server::new(&config.rate, config.mahimahi_opportunity);
         let loss = LossState::new(&config.loss);
-        let limit = match config.queue {
-            QueueLimit::Unlimited => Limit::None,
-            QueueLimit::Packets(n) => Limit::Packets(n as u64),
+        let (limit_bytes, limit_packets) = match config.queue {
+            QueueLimit::Unlimited => (u64::MAX, u64::MAX),
+            QueueLimit::Packets(n) => (u64::MAX, u64::from(n)),
             QueueLimit::Bytes(_) | QueueLimit::Time(_) => {
                 // Both variants map to a byte limit (see `queue_limit_bytes`).
-                Limit::Bytes(config.queue_limit_bytes().unwrap_or(Bytes::MAX).get())
+                let b = config.queue_limit_bytes().unwrap_or(Bytes::MAX).get();
+                (b, u64::MAX)
             }
         };
         let fast_rate = match (&server, &loss, config.jitter.is_zero()) {
@@ -284,16 +369,23 @@ impl Link {
         };
         Link {
             last_departure: 0,
-            backlog_bytes: 0,
-            backlog: VecDeque::with_capacity(INITIAL_BACKLOG_CAPACITY),
-            limit,
+            queued: 0,
+            departed: 0,
+            ring: Ring::with_capacity(INITIAL_BACKLOG_CAPACITY),
+            limit_bytes,
+            limit_packets,
             delay_ns: config.delay.as_nanos(),
-            last_delivery: Instant::ZERO,
-            jitter_ns: config.jitter.as_nanos(),
             fast_rate,
             tx_size: 0,
             tx_ns: 0, // `transmit_ns(0, _)`
-            stats: LinkStats::default(),
+            queue_delay: DelayHistogram::new(),
+            drops_queue: 0,
+            drops_loss: 0,
+            bytes_lost: 0,
+            bytes_unqueued: 0,
+            starts: VecDeque::new(),
+            last_delivery: Instant::ZERO,
+            jitter_ns: config.jitter.as_nanos(),
             server,
             loss,
             rng,
@@ -312,55 +404,59 @@ impl Link {
             debug_assert!(now >= self.last_now, "Link::transmit: now went backwards");
             self.last_now = now;
         }
-        self.stats.packets_in += 1;
         let now_ns = now.as_nanos();
         let size = size.get();
         self.drain(now_ns);
 
         let (waiting_pkts, waiting_bytes) = self.waiting(now_ns);
-        let full = match self.limit {
-            Limit::None => false,
-            Limit::Bytes(max) => waiting_bytes + size > max,
-            Limit::Packets(max) => waiting_pkts + 1 > max,
-        };
-        if full {
-            self.stats.drops_queue += 1;
+        if waiting_bytes.saturating_add(size) > self.limit_bytes
+            || waiting_pkts + 1 > self.limit_packets
+        {
+            self.drops_queue += 1;
             return LinkOutcome::DroppedQueue;
         }
-
-        let (start, departure) = if self.fast_rate != 0 {
-            // `Server::serve` for a constant rate, with the division cached.
-            let tx_ns = if size == u64::from(self.tx_size) {
-                u64::from(self.tx_ns)
-            } else {
-                let ns = rate::transmit_ns(size, self.fast_rate);
-                if let (Ok(s), Ok(n)) = (u32::try_from(size), u32::try_from(ns)) {
-                    self.tx_size = s;
-                    self.tx_ns = n;
-                }
-                ns
-            };
-            let start = now_ns.max(self.last_departure);
-            (start, start.saturating_add(tx_ns))
+        if self.fast_rate == 0 {
+            return self.transmit_general(now_ns, size);
+        }
+        // `Server::serve` for a constant rate, with the division cached.
+        let tx_ns = if size == u64::from(self.tx_size) {
+            u64::from(self.tx_ns)
         } else {
-            self.server.serve(now_ns, self.last_departure, size)
+            let ns = rate::transmit_ns(size, self.fast_rate);
+            if let (Ok(s), Ok(n)) = (u32::try_from(size), u32::try_from(ns)) {
+                self.tx_size = s;
+                self.tx_ns = n;
+            }
+            ns
         };
+        let start = now_ns.max(self.last_departure);
+        let departure = start.saturating_add(tx_ns);
+        self.last_departure = departure;
+        self.enqueue(now_ns, departure, size);
+        self.queue_delay
+            .record(Duration::from_nanos(start.saturating_sub(now_ns)));
+        // Departures never decrease and the delay is constant: deliveries are
+        // in order without the no-reordering rule.
+        LinkOutcome::Delivered {
+            at: Instant::from_nanos(departure) + Duration::from_nanos(self.delay_ns),
+        }
+    }
+
+    /// `transmit` past the queue for a time-varying rate, loss or jitter.
+    fn transmit_general(&mut self, now_ns: u64, size: u64) -> LinkOutcome {
+        let (start, departure) = self.server.serve(now_ns, self.last_departure, size);
         self.last_departure = departure;
         if departure > now_ns {
-            self.backlog.push_back(InFlight {
-                start,
-                departure,
-                size,
-            });
-            self.backlog_bytes += size;
+            self.starts.push_back(start);
         }
-        self.stats
-            .queue_delay
+        self.enqueue(now_ns, departure, size);
+        self.queue_delay
             .record(Duration::from_nanos(start.saturating_sub(now_ns)));
 
         let departed = Instant::from_nanos(departure);
-        if self.fast_rate == 0 && self.loss.is_lost(departed, &mut self.rng) {
-            self.stats.drops_loss += 1;
+        if self.loss.is_lost(departed, &mut self.rng) {
+            self.drops_loss += 1;
+            self.bytes_lost += size;
             return LinkOutcome::DroppedLoss;
         }
         let mut at = departed + Duration::from_nanos(self.delay_ns);
@@ -371,21 +467,34 @@ impl Link {
         // No reordering: never deliver before the previous delivery.
         at = at.max(self.last_delivery);
         self.last_delivery = at;
-        self.stats.delivered += 1;
-        self.stats.bytes_delivered += size;
         LinkOutcome::Delivered { at }
+    }
+
+    /// Puts an admitted packet departing at `departure` in the queue, unless it
+    /// departs at once.
+    #[inline]
+    fn enqueue(&mut self, now_ns: u64, departure: u64, size: u64) {
+        if departure > now_ns {
+            self.queued += size;
+            self.ring.push_back(InFlight {
+                departure,
+                cum_end: self.queued,
+            });
+        } else {
+            self.bytes_unqueued += size;
+        }
     }
 
     /// Bytes queued or in transmission at `now` (non-decreasing, like `transmit`'s).
     pub fn backlog(&mut self, now: Instant) -> Bytes {
         self.drain(now.as_nanos());
-        Bytes::new(self.backlog_bytes)
+        Bytes::new(self.queued - self.departed)
     }
 
     /// Packets queued or in transmission at `now`.
     pub fn backlog_packets(&mut self, now: Instant) -> usize {
         self.drain(now.as_nanos());
-        self.backlog.len()
+        self.ring.len() as usize
     }
 
     /// Instantaneous available capacity at `t`: the rate in force for a constant or
@@ -414,9 +523,23 @@ impl Link {
             .mean_capacity(from, to, self.config.mahimahi_opportunity)
     }
 
-    /// Counters so far.
-    pub fn stats(&self) -> &LinkStats {
-        &self.stats
+    /// Counters so far (the admitted packets are counted from the queue-delay
+    /// histogram: a scan of its buckets).
+    pub fn stats(&self) -> LinkStats {
+        let admitted = self.queue_delay.count();
+        LinkStats {
+            packets_in: admitted + self.drops_queue,
+            delivered: admitted - self.drops_loss,
+            bytes_delivered: self.queued + self.bytes_unqueued - self.bytes_lost,
+            drops_queue: self.drops_queue,
+            drops_loss: self.drops_loss,
+        }
+    }
+
+    /// Waiting time of each admitted packet, from its arrival to the start of
+    /// its transmission (see the module doc).
+    pub fn queue_delay(&self) -> &DelayHistogram {
+        &self.queue_delay
     }
 
     /// The configuration the link was built from.
@@ -430,28 +553,37 @@ impl Link {
         if self.last_departure <= now {
             // Every packet has left (departures are in order): empty the ring
             // without reading it, the common case on an idle link.
-            self.backlog.clear();
-            self.backlog_bytes = 0;
+            self.ring.clear();
+            if self.fast_rate == 0 {
+                self.starts.clear();
+            }
+            self.departed = self.queued;
             return;
         }
-        while let Some(front) = self.backlog.front() {
+        while let Some(front) = self.ring.front() {
             if front.departure > now {
                 break;
             }
-            self.backlog_bytes -= front.size;
-            self.backlog.pop_front();
+            self.departed = front.cum_end;
+            self.ring.pop_front();
+            if self.fast_rate == 0 {
+                self.starts.pop_front();
+            }
         }
     }
 
     /// Packets and bytes waiting at `now` (excluding the one in transmission, which,
     /// FIFO, can only be the oldest not yet departed). Call after `drain(now)`.
+    ///
+    /// On a fast link the oldest packet is always in transmission: it started
+    /// at its arrival or at its predecessor's departure, both by `now`.
     #[inline]
     fn waiting(&self, now: u64) -> (u64, u64) {
-        match self.backlog.front() {
-            Some(f) if f.start <= now => {
-                (self.backlog.len() as u64 - 1, self.backlog_bytes - f.size)
+        match self.ring.front() {
+            Some(f) if self.fast_rate != 0 || self.starts.front().is_some_and(|&s| s <= now) => {
+                (self.ring.len() - 1, self.queued - f.cum_end)
             }
-            _ => (self.backlog.len() as u64, self.backlog_bytes),
+            _ => (self.ring.len(), self.queued - self.departed),
         }
     }
 }
