@@ -2,21 +2,12 @@
 //! simulator: GCC on 1 Mbps driving real x264 frame sizes, and scenario
 //! errors that name the file, line and field (STYLE rules 11, 12).
 
-use std::path::{Path, PathBuf};
-
 use rtcc_core::media::frame::FrameType;
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_sim::{run, RunOptions, Scenario};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtcc-ladder-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
+mod common;
+use common::{repo, tmp};
 
 #[test]
 fn gcc_drives_the_testsrc2_ladder_on_1mbps() {

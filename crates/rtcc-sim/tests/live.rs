@@ -3,20 +3,11 @@
 //! (`papers/autorec.txt` §VII-A: a 4 Mbps stream over a 12 Mbps bottleneck,
 //! random loss on the data direction).
 
-use std::path::{Path, PathBuf};
-
 use rtcc_sim::{run, RunOptions, Scenario};
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtcc-live-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
+mod common;
+use common::{first_flow, repo, tmp};
 
 /// A single-bottleneck scenario with one live flow.
 struct Testbed<'a> {
@@ -62,23 +53,11 @@ stop = "{stop}"
 
     fn run(&self, seed: u64) -> Value {
         let sc = Scenario::from_toml_str(&self.toml(), "testbed").unwrap_or_else(|e| panic!("{e}"));
-        flow(&sc, seed, None)
+        first_flow(&sc, seed, None)
     }
 }
 
 /// The first flow's summary.
-fn flow(sc: &Scenario, seed: u64, dir: Option<&Path>) -> Value {
-    let opts = RunOptions {
-        seed: Some(seed),
-        out_dir: dir.map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let s = run(sc, &opts, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
-        .summary;
-    s["flows"][0].clone()
-}
-
 fn int(v: &Value, key: &str) -> u64 {
     v[key]
         .as_u64()
@@ -146,8 +125,8 @@ fn autorec_recovers_faster_than_rtx_on_the_base_testbed() {
         .replace("recovery = \"autorec\"", "recovery = \"rtx\"")
         .replace("recovery_config = { preset = \"default\" }", "");
     let rtx_sc = Scenario::from_toml_str(&text, "rtx").unwrap_or_else(|e| panic!("{e}"));
-    let a = flow(&autorec_sc, 1, None);
-    let r = flow(&rtx_sc, 1, None);
+    let a = first_flow(&autorec_sc, 1, None);
+    let r = first_flow(&rtx_sc, 1, None);
     let (a, r) = (&a["live"], &r["live"]);
     assert_eq!(a["scheme"], "autorec");
     assert_eq!(r["scheme"], "rtx");
@@ -290,9 +269,9 @@ fn same_seed_same_files_other_seed_other_run() {
     let sc = Scenario::from_file(&repo().join("scenarios/tests/live-autorec.toml"))
         .unwrap_or_else(|e| panic!("{e}"));
     let (a, b, c) = (tmp("det-a"), tmp("det-b"), tmp("det-c"));
-    flow(&sc, 4, Some(&a));
-    flow(&sc, 4, Some(&b));
-    flow(&sc, 5, Some(&c));
+    first_flow(&sc, 4, Some(&a));
+    first_flow(&sc, 4, Some(&b));
+    first_flow(&sc, 5, Some(&c));
     for name in ["summary.json", "timeseries.csv"] {
         let x = std::fs::read(a.join(name)).unwrap();
         let y = std::fs::read(b.join(name)).unwrap();

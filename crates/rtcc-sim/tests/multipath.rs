@@ -2,10 +2,13 @@
 //! tables, the `path` key of single-path flows and `multipath-media` flows
 //! driving the rtcc-core multipath session (Delay-BBR multipath §3.1, §5.2).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rtcc_sim::{run, RunOptions, Scenario};
 use serde_json::Value;
+
+mod common;
+use common::tmp;
 
 fn scenario(text: &str) -> Scenario {
     Scenario::from_toml_str(text, "mp.toml").unwrap_or_else(|e| panic!("{e}"))
@@ -17,22 +20,8 @@ fn err(text: &str) -> String {
         .to_string()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtcc-mp-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 fn run_to(sc: &Scenario, dir: Option<&Path>, lookahead: bool) -> Value {
-    let opts = RunOptions {
-        seed: Some(3),
-        out_dir: dir.map(Path::to_path_buf),
-        lookahead,
-        ..Default::default()
-    };
-    run(sc, &opts, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
-        .summary
+    common::summary(sc, 3, dir, lookahead)
 }
 
 fn flow<'a>(summary: &'a Value, name: &str) -> &'a Value {

@@ -2,34 +2,12 @@
 //! random loss and a 40 ms RTT, without recovery and with NACK-based
 //! retransmission.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rtcc_sim::{run, RunOptions, Scenario};
+use rtcc_sim::Scenario;
 
-fn load(rel: &str) -> Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel);
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtcc-rtx-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn run_to(sc: &Scenario, seed: u64, dir: Option<&Path>) -> serde_json::Value {
-    let opts = RunOptions {
-        seed: Some(seed),
-        out_dir: dir.map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let s = run(sc, &opts, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
-        .summary;
-    s["flows"][0].clone()
-}
+mod common;
+use common::{first_flow, load, tmp};
 
 fn f(v: &serde_json::Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or_else(|| panic!("no {key} in {v}"))
@@ -37,8 +15,8 @@ fn f(v: &serde_json::Value, key: &str) -> f64 {
 
 #[test]
 fn nack_turns_random_loss_into_a_small_delay() {
-    let none = run_to(&load("scenarios/tests/gcc-loss5-none.toml"), 1, None);
-    let nack = run_to(&load("scenarios/tests/gcc-loss5-nack.toml"), 1, None);
+    let none = first_flow(&load("scenarios/tests/gcc-loss5-none.toml"), 1, None);
+    let nack = first_flow(&load("scenarios/tests/gcc-loss5-nack.toml"), 1, None);
     // Step 1: without recovery, a lost packet costs its frame and every frame
     // up to the next key frame.
     assert!(
@@ -75,8 +53,8 @@ fn nack_turns_random_loss_into_a_small_delay() {
 fn nack_runs_are_byte_identical() {
     let sc = load("scenarios/tests/gcc-loss5-nack.toml");
     let (a, b) = (tmp("det-a"), tmp("det-b"));
-    run_to(&sc, 3, Some(&a));
-    run_to(&sc, 3, Some(&b));
+    first_flow(&sc, 3, Some(&a));
+    first_flow(&sc, 3, Some(&b));
     for name in ["summary.json", "timeseries.csv", "frames.csv"] {
         let x = std::fs::read(a.join(name)).unwrap();
         let y = std::fs::read(b.join(name)).unwrap();

@@ -2,33 +2,15 @@
 //! steps with a description, and checks with tolerances whose failure names the
 //! step (STYLE rule 11).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rtcc_sim::{run, RunOptions, Scenario};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn load(rel: &str) -> Scenario {
-    Scenario::from_file(&repo().join(rel)).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::{load, repo, tmp};
 
 fn run_to(sc: &Scenario, seed: u64, dir: &Path) -> serde_json::Value {
-    let opts = RunOptions {
-        seed: Some(seed),
-        out_dir: Some(dir.to_path_buf()),
-        ..Default::default()
-    };
-    run(sc, &opts, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
-        .summary
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtcc-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::summary(sc, seed, Some(dir), true)
 }
 
 /// Parses timeseries.csv into (time_s, flow, column) lookups.

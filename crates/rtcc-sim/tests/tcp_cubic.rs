@@ -1,13 +1,10 @@
 //! TCP CUBIC (RFC 9438) through the whole simulator: alone on a bottleneck,
 //! and sharing one with NewReno (STYLE rule 11: each test is the experiment).
 
-use std::path::{Path, PathBuf};
-
 use rtcc_sim::{run, RunOptions, Scenario};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 fn summary(rel: &str) -> serde_json::Value {
     let sc = Scenario::from_file(&repo().join(rel)).unwrap_or_else(|e| panic!("{e}"));

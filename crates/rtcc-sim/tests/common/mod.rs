@@ -1,0 +1,44 @@
+//! Helpers shared by the integration tests; each test file includes this
+//! module (`mod common;`) and uses a subset of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use rtcc_sim::{run, RunOptions, Scenario};
+use serde_json::Value;
+
+/// The repository's root.
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A scenario file, by its path from the repository's root.
+pub(crate) fn load(rel: &str) -> Scenario {
+    Scenario::from_file(&repo().join(rel)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A fresh (removed) temporary directory for this test process.
+pub(crate) fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rtcc-sim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Runs `sc` with `seed`, writing the output files to `dir` if given, with
+/// early delivery on or off; the summary.
+pub(crate) fn summary(sc: &Scenario, seed: u64, dir: Option<&Path>, lookahead: bool) -> Value {
+    let opts = RunOptions {
+        seed: Some(seed),
+        out_dir: dir.map(Path::to_path_buf),
+        lookahead,
+        ..Default::default()
+    };
+    run(sc, &opts, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .summary
+}
+
+/// The first flow's summary of a run of `sc` (`summary`, early delivery on).
+pub(crate) fn first_flow(sc: &Scenario, seed: u64, dir: Option<&Path>) -> Value {
+    summary(sc, seed, dir, true)["flows"][0].clone()
+}
