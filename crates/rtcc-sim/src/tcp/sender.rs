@@ -2,8 +2,6 @@
 //! RFC 6298 retransmission timer and the glue between [`Growth`] and
 //! [`Recovery`]. See the module doc of `tcp` for the RFCs implemented.
 
-use std::collections::VecDeque;
-
 use rtcc_core::{Bytes, Duration, Instant};
 
 use super::growth::{Growth, Window, WindowGrowth};
@@ -11,25 +9,121 @@ use super::recovery::{OnLoss, OnNewAck, Recovery, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::{Ack, Segment, TcpConfig, TcpSenderStats};
 
-/// Record of one segment between `snd_una` and `snd_max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SentSegment {
-    seq: u64,
-    len: u32,
-    /// Time of the latest transmission.
-    sent_time: Instant,
-    /// Sent more than once (Karn's rule: never an RTT sample).
-    retransmitted: bool,
+/// The send times of the segments in `[snd_una, snd_max)`, by segment
+/// number (`seq / mss`: every segment but the last starts at a multiple of
+/// the MSS and is full), in a power-of-two ring.
+///
+/// A slot is 8 bytes, the send time in nanoseconds with [`RETRANSMITTED`]
+/// set once the segment was sent again; its sequence number and length
+/// follow from its number. The ring is as large as the largest flight so far
+/// (rounded up to a power of two), not a fixed 512 records: with 100 flows
+/// the records a sender writes and reads per packet then stay in the
+/// core's L2 cache, where 512 records of 24 bytes per flow did not
+/// (docs/results/performance.md).
+#[derive(Debug, Clone)]
+struct SentRing {
+    slots: Vec<u64>,
+    /// Number of the oldest segment held.
+    first: u64,
+    /// Segments held: `first .. first + len`.
+    len: u64,
 }
 
-impl SentSegment {
-    fn end(&self) -> u64 {
-        self.seq + u64::from(self.len)
+/// Marks a slot of [`SentRing`] whose segment was sent more than once
+/// (Karn's rule: never an RTT sample). Send times stay below 2^63 ns.
+const RETRANSMITTED: u64 = 1 << 63;
+
+/// Slots in a new [`SentRing`]: the initial window (10 segments) fits.
+const INITIAL_RING_SLOTS: usize = 16;
+
+impl SentRing {
+    fn new() -> Self {
+        SentRing {
+            slots: vec![0; INITIAL_RING_SLOTS],
+            first: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        self.slots.len() as u64 - 1
+    }
+
+    /// Segments held.
+    #[inline]
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Number of the oldest segment held (meaningful when not empty).
+    #[inline]
+    fn first(&self) -> u64 {
+        self.first
+    }
+
+    /// The slot of segment `n` (`first <= n < first + len`).
+    #[inline]
+    fn slot(&self, n: u64) -> u64 {
+        debug_assert!(
+            n.wrapping_sub(self.first) < self.len,
+            "segment {n} not held"
+        );
+        self.slots
+            .get((n & self.mask()) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Sets the slot of segment `n` (`first <= n < first + len`).
+    #[inline]
+    fn set(&mut self, n: u64, value: u64) {
+        debug_assert!(
+            n.wrapping_sub(self.first) < self.len,
+            "segment {n} not held"
+        );
+        let i = (n & self.mask()) as usize;
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = value;
+        }
+    }
+
+    /// Appends segment `first + len`, sent at `sent_ns` (empty: segment `n`).
+    #[inline]
+    fn push(&mut self, n: u64, sent_ns: u64) {
+        debug_assert!(sent_ns < RETRANSMITTED);
+        if self.len == 0 {
+            self.first = n;
+        }
+        debug_assert_eq!(n, self.first + self.len, "segments are appended in order");
+        if self.len == self.slots.len() as u64 {
+            self.grow();
+        }
+        self.len += 1;
+        self.set(n, sent_ns);
+    }
+
+    /// Drops the oldest segment.
+    #[inline]
+    fn pop_front(&mut self) {
+        debug_assert!(self.len > 0);
+        self.first += 1;
+        self.len -= 1;
+    }
+
+    /// Doubles the slots; each segment moves to its slot under the new mask.
+    #[cold]
+    fn grow(&mut self) {
+        let mut slots = vec![0; self.slots.len() * 2];
+        let mask = slots.len() as u64 - 1;
+        for n in self.first..self.first + self.len {
+            if let Some(s) = slots.get_mut((n & mask) as usize) {
+                *s = self.slot(n);
+            }
+        }
+        self.slots = slots;
     }
 }
-
-/// Segments kept before the ring first grows (covers a 512-segment window).
-const INITIAL_RING_CAPACITY: usize = 512;
 
 /// A bulk TCP sender (Tahoe / Reno / NewReno / CUBIC per [`TcpConfig::variant`]).
 ///
@@ -50,8 +144,8 @@ pub struct TcpSender {
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
-    /// Segments covering `[front.seq, snd_max)`, `front` holding `snd_una`.
-    segments: VecDeque<SentSegment>,
+    /// Send times of the segments covering `[snd_una, snd_max)`.
+    segments: SentRing,
     dupacks: u32,
     /// Segment (by its first byte) to retransmit before anything else.
     retransmit_pending: Option<u64>,
@@ -95,7 +189,7 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
-            segments: VecDeque::with_capacity(INITIAL_RING_CAPACITY),
+            segments: SentRing::new(),
             dupacks: 0,
             retransmit_pending: None,
             limited_transmit_bytes: 0,
@@ -114,21 +208,20 @@ impl TcpSender {
         if let Some(seq) = self.retransmit_pending.take() {
             if seq >= self.snd_una && seq < self.snd_max {
                 // In range: the ring holds every byte of [snd_una, snd_max).
-                let idx = self.index_of(seq);
-                return Some(self.emit(now, idx, true));
+                return Some(self.resend(now, seq / self.mss));
             }
         }
         let in_flight = self.snd_nxt - self.snd_una;
         if self.snd_nxt < self.snd_max {
             // Go-back-N after an RTO (or Tahoe's fast retransmit). The ring
             // holds [snd_una, snd_max) and snd_una <= snd_nxt < snd_max.
-            let idx = self.index_of(self.snd_nxt);
-            let end = self.segments[idx].end();
+            let n = self.snd_nxt / self.mss;
+            let end = self.segment_end(n);
             if in_flight + (end - self.snd_nxt) > self.window.cwnd.get() {
                 return None;
             }
             self.snd_nxt = end;
-            return Some(self.emit(now, idx, true));
+            return Some(self.resend(now, n));
         }
         let len = self.mss.min(self.data_limit - self.snd_max);
         if len == 0 {
@@ -141,18 +234,14 @@ impl TcpSender {
         if in_flight + len > cwnd {
             self.limited_transmit_bytes += len;
         }
-        // `len <= mss <= u32::MAX` (clamped in `new`), so this never saturates.
-        let len = u32::try_from(len).unwrap_or(u32::MAX);
-        self.segments.push_back(SentSegment {
-            seq: self.snd_max,
-            len,
-            sent_time: now,
-            retransmitted: false,
-        });
-        self.snd_max += u64::from(len);
+        // A new segment starts at a multiple of the MSS: every earlier one
+        // was full (`len == mss` unless `data_limit` cut it, and then nothing
+        // follows it).
+        let seq = self.snd_max;
+        self.snd_max += len;
         self.snd_nxt = self.snd_max;
-        let idx = self.segments.len() - 1;
-        Some(self.emit(now, idx, false))
+        self.segments.push(seq / self.mss, now.as_nanos());
+        Some(self.segment(now, seq, len, false))
     }
 
     /// An ACK arrived.
@@ -324,18 +413,20 @@ impl TcpSender {
         // Drop fully acknowledged records; RTT sample from the oldest of
         // them (as ns-3's RttHistory), unless any was retransmitted (Karn's
         // rule, RFC 6298 §3).
-        let mut oldest: Option<Instant> = None;
+        let mut oldest: Option<u64> = None;
         let mut ambiguous = false;
-        while let Some(front) = self.segments.front() {
-            if front.end() > a {
+        while self.segments.len() > 0 {
+            let n = self.segments.first();
+            if self.segment_end(n) > a {
                 break;
             }
-            ambiguous |= front.retransmitted;
-            oldest.get_or_insert(front.sent_time);
+            let slot = self.segments.slot(n);
+            ambiguous |= slot & RETRANSMITTED != 0;
+            oldest.get_or_insert(slot & !RETRANSMITTED);
             self.segments.pop_front();
         }
         if let (Some(sent), false) = (oldest, ambiguous) {
-            self.rtt.on_sample(now - sent);
+            self.rtt.on_sample(now - Instant::from_nanos(sent));
         }
         self.snd_una = a;
         self.snd_nxt = self.snd_nxt.max(a);
@@ -367,36 +458,41 @@ impl TcpSender {
         }
     }
 
-    /// Index in `segments` of the record holding byte `seq`
-    /// (`snd_una <= seq < snd_max`).
-    fn index_of(&self, seq: u64) -> usize {
-        // Records start at multiples of the MSS (only the very last one may be
-        // short), and `front` holds `snd_una`, so this is their distance.
-        let first = self.segments.front().map_or(seq, |s| s.seq);
-        ((seq / self.mss) - (first / self.mss)) as usize
+    /// One past the last byte of segment `n` (held in the ring): segments
+    /// are full but for the last, which `snd_max` ends.
+    #[inline]
+    fn segment_end(&self, n: u64) -> u64 {
+        ((n + 1) * self.mss).min(self.snd_max)
     }
 
-    fn emit(&mut self, now: Instant, idx: usize, retransmission: bool) -> Segment {
-        let rec = &mut self.segments[idx];
-        rec.sent_time = now;
-        if retransmission {
-            rec.retransmitted = true;
-            self.stats.retransmits += 1;
-        }
-        let seg = Segment {
-            seq: rec.seq,
-            len: rec.len,
-            wire_size: Bytes::new(u64::from(rec.len)) + self.header,
-            sent_time: now,
-            retransmission,
-        };
+    /// Sends segment `n` (held in the ring) again.
+    fn resend(&mut self, now: Instant, n: u64) -> Segment {
+        self.segments.set(n, now.as_nanos() | RETRANSMITTED);
+        self.stats.retransmits += 1;
+        let seq = n * self.mss;
+        let len = self.segment_end(n) - seq;
+        self.segment(now, seq, len, true)
+    }
+
+    /// The segment `[seq, seq + len)` handed to the network at `now`, counted,
+    /// with the retransmission timer started if it is off.
+    #[inline]
+    fn segment(&mut self, now: Instant, seq: u64, len: u64, retransmission: bool) -> Segment {
+        // `len <= mss <= u32::MAX` (clamped in `new`), so this never saturates.
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
         self.stats.segments_sent += 1;
-        self.stats.bytes_sent += u64::from(seg.len);
+        self.stats.bytes_sent += u64::from(len);
         if self.rto_deadline.is_none() {
             // RFC 6298 (5.1): start the timer when data is sent and it is off.
             self.rto_deadline = Some(now + self.rtt.rto());
         }
-        seg
+        Segment {
+            seq,
+            len,
+            wire_size: Bytes::new(u64::from(len)) + self.header,
+            sent_time: now,
+            retransmission,
+        }
     }
 
     /// Checks the bookkeeping invariants; used by the tests after every step.
@@ -415,32 +511,102 @@ impl TcpSender {
         if self.snd_max > self.data_limit {
             return Err("sent beyond data limit".into());
         }
-        match (self.segments.front(), self.segments.back()) {
-            (None, None) if self.snd_una == self.snd_max => {}
-            (Some(f), Some(b)) => {
-                if !(f.seq <= self.snd_una && self.snd_una < f.end()) || b.end() != self.snd_max {
-                    return Err(format!(
-                        "ring [{}, {}) vs una {} max {}",
-                        f.seq,
-                        b.end(),
-                        self.snd_una,
-                        self.snd_max
-                    ));
-                }
+        let ring = &self.segments;
+        if ring.len() == 0 {
+            if self.snd_una != self.snd_max {
+                return Err("ring empty with data outstanding".into());
             }
-            _ => return Err("ring empty with data outstanding".into()),
-        }
-        let mut expect = self.segments.front().map_or(0, |s| s.seq);
-        for s in &self.segments {
-            if s.seq != expect || s.seq % self.mss != 0 {
-                return Err(format!("ring not contiguous at {}", s.seq));
+        } else {
+            let (first, last) = (ring.first(), ring.first() + ring.len() - 1);
+            let front = first * self.mss;
+            let una_in_front = front <= self.snd_una && self.snd_una < self.segment_end(first);
+            let max_in_last =
+                last * self.mss < self.snd_max && self.snd_max <= (last + 1) * self.mss;
+            if !(una_in_front && max_in_last) {
+                return Err(format!(
+                    "ring [{}, {}] vs una {} max {}",
+                    first, last, self.snd_una, self.snd_max
+                ));
             }
-            expect = s.end();
+            if ring.len() > ring.slots.len() as u64 {
+                return Err("ring holds more segments than slots".into());
+            }
         }
         if self.snd_una < self.snd_max && self.snd_nxt > self.snd_una && self.rto_deadline.is_none()
         {
             return Err("data in flight without a retransmission timer".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod ring_tests {
+    use std::collections::VecDeque;
+
+    use rand::Rng;
+
+    use super::{SentRing, INITIAL_RING_SLOTS, RETRANSMITTED};
+
+    /// The ring against a `VecDeque` of (segment number, slot), through
+    /// growth, wrap-around, emptying and restarting at another number.
+    #[test]
+    fn ring_matches_a_deque() {
+        let mut rng = rtcc_core::rng::stream(3, 0);
+        let mut ring = SentRing::new();
+        let mut model: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut next = 1_000_000_007_u64;
+        for step in 0..20_000_u64 {
+            match rng.random_range(0..10) {
+                0..=4 => {
+                    ring.push(next, step);
+                    model.push_back((next, step));
+                    next += 1;
+                }
+                5..=7 => {
+                    if model.pop_front().is_some() {
+                        ring.pop_front();
+                    }
+                }
+                8 => {
+                    if !model.is_empty() {
+                        let i = rng.random_range(0..model.len());
+                        let (n, _) = model[i];
+                        ring.set(n, step | RETRANSMITTED);
+                        model[i].1 = step | RETRANSMITTED;
+                    }
+                }
+                _ => {
+                    // Drain, then resume after a gap (an RTO's ring is
+                    // rebuilt from `snd_una` on).
+                    while model.pop_front().is_some() {
+                        ring.pop_front();
+                    }
+                    next += rng.random_range(0..100);
+                }
+            }
+            assert_eq!(ring.len(), model.len() as u64);
+            if let Some(&(n, _)) = model.front() {
+                assert_eq!(ring.first(), n);
+            }
+            for &(n, v) in &model {
+                assert_eq!(ring.slot(n), v, "segment {n} at step {step}");
+            }
+        }
+        assert!(ring.slots.len() > INITIAL_RING_SLOTS, "the ring grew");
+        assert!(ring.slots.len().is_power_of_two());
+    }
+
+    /// The ring is as large as the largest flight, rounded up to a power of two.
+    #[test]
+    fn ring_grows_to_the_flight_only() {
+        let mut ring = SentRing::new();
+        for n in 0..10_000 {
+            ring.push(n, n);
+            if ring.len() > 40 {
+                ring.pop_front();
+            }
+        }
+        assert_eq!(ring.slots.len(), 64);
     }
 }
