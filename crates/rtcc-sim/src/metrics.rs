@@ -122,6 +122,10 @@ impl DelayHistogram {
             self.end_run();
             self.run_bucket = b;
             self.run_len = 1;
+            // The run is added to this bucket when it ends: ask for its line now.
+            if let Some(c) = self.counts.get(b as usize) {
+                crate::engine::prefetch(c);
+            }
         }
         let (lo, carry) = self.sum_lo.overflowing_add(us);
         self.sum_lo = lo;
