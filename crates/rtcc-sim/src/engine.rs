@@ -515,6 +515,30 @@ impl<E: Copy> EventQueue<E> {
     }
 }
 
+/// [`prefetch`] for the first `lines` cache lines from `r`'s address (at
+/// most the size of `T`). A hint only.
+#[inline(always)]
+pub(crate) fn prefetch_lines<T>(r: &T, lines: usize) {
+    let p = (r as *const T).cast::<u8>();
+    for i in 0..lines.min(std::mem::size_of::<T>().div_ceil(64)) {
+        prefetch_addr(p.wrapping_add(64 * i));
+    }
+}
+
+#[inline(always)]
+fn prefetch_addr(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally and cannot
+    // fault, whatever the address.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Asks the CPU to bring the cache line holding `r` into its caches, without
 /// waiting for it. A hint only: no effect on results.
 #[inline(always)]

@@ -36,7 +36,7 @@ use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant, PacketK
 
 use crate::cc_config::cc_config;
 use crate::encoder::SimEncoder;
-use crate::engine::{prefetch, EventQueue};
+use crate::engine::{prefetch, prefetch_lines, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
 use crate::live::{self, LiveOutcome, LiveSender, LiveSetup};
 use crate::metrics::DelayHistogram;
@@ -1354,6 +1354,25 @@ impl World {
         };
         let (first, end) = self.route(flow, dir, path);
         let len = (end - first) as u16;
+        // Hints: the next link's two hot lines, and the flow's four when that
+        // link is dedicated and the last, so that they load while this link
+        // serves the packet.
+        let next = hop + 1;
+        if next < len {
+            let l = self.paths[(first + u32::from(next)) as usize] as usize;
+            if let Some(link) = self.links.get(l) {
+                prefetch_lines(link, 2);
+                if next + 1 == len && self.dedicated[l] {
+                    let f = &self.flows[flow as usize];
+                    prefetch_lines(f, 4);
+                    match (dir, &f.receiver, &f.sender) {
+                        (Dir::Fwd, ReceiverEp::Tcp(r), _) => prefetch_lines(&**r, 2),
+                        (Dir::Rev, _, SenderEp::Tcp(s)) => prefetch_lines(&**s, 7),
+                        _ => {}
+                    }
+                }
+            }
+        }
         let mut t = self.now;
         loop {
             let link = self.paths[(first + u32::from(hop)) as usize] as usize;
