@@ -10,10 +10,12 @@
 //! `departure = max(now, previous departure) + size / rate`; time-varying rates
 //! integrate the rate from the start of service ([`rate`] module);
 //! `delivery = departure + delay (+ jitter)`. Calls must come with non-decreasing
-//! `now`. The link keeps the `(start of service, departure, size)` of packets not
-//! yet departed in a ring buffer, so the drop-tail decision and [`Link::backlog`]
-//! are exact at `now`. Nothing is allocated per packet once the ring buffer has
-//! grown to the largest backlog.
+//! `now`. The link keeps the departure and cumulative size of the packets not
+//! yet departed (the newest in its own fields, the older ones in a ring
+//! buffer), and the start of service where it can differ from the
+//! predecessor's departure, so the drop-tail decision and [`Link::backlog`]
+//! are exact at `now`. Nothing is allocated per packet once the ring buffer
+//! has grown to the largest backlog.
 //!
 //! # Semantics
 //!
@@ -206,10 +208,11 @@ struct InFlight {
     cum_end: u64,
 }
 
-/// The packets not yet departed, oldest first: a ring buffer with a
-/// power-of-two capacity, grown (doubled) when full, never shrunk. Emptying
-/// it rewinds it to the start of the buffer, so an often idle link writes
-/// the same few slots.
+/// The packets not yet departed but the newest, oldest first (the newest
+/// is `Link::last_departure` and `Link::queued`, see `Link::ring`): a ring
+/// buffer with a power-of-two capacity, grown (doubled) when full, never
+/// shrunk. Emptying it rewinds it to the start of the buffer, so an often
+/// idle link writes the same few slots.
 #[derive(Debug)]
 struct Ring {
     buf: Box<[InFlight]>,
@@ -307,7 +310,11 @@ pub struct Link {
     queued: u64,
     /// Bytes of the queued packets that have departed, as of the last drain.
     departed: u64,
-    /// Packets not yet departed, oldest first.
+    /// Packets not yet departed, oldest first, but the newest: its record
+    /// would be `(last_departure, queued)`, and it is there if and only if
+    /// `last_departure` is after `now`. A packet that finds the link idle
+    /// (most, on an access link) then writes no slot; the newest goes to
+    /// the ring only when another packet arrives behind it.
     ring: Ring,
     /// Drop-tail limits (`u64::MAX`: none).
     limit_bytes: u64,
@@ -429,10 +436,11 @@ impl Link {
             }
             ns
         };
-        let start = now_ns.max(self.last_departure);
+        let prev = self.last_departure;
+        let start = now_ns.max(prev);
         let departure = start.saturating_add(tx_ns);
         self.last_departure = departure;
-        self.enqueue(now_ns, departure, size);
+        self.enqueue(now_ns, prev, departure, size);
         self.queue_delay
             .record(Duration::from_nanos(start.saturating_sub(now_ns)));
         // Departures never decrease and the delay is constant: deliveries are
@@ -444,12 +452,13 @@ impl Link {
 
     /// `transmit` past the queue for a time-varying rate, loss or jitter.
     fn transmit_general(&mut self, now_ns: u64, size: u64) -> LinkOutcome {
-        let (start, departure) = self.server.serve(now_ns, self.last_departure, size);
+        let prev = self.last_departure;
+        let (start, departure) = self.server.serve(now_ns, prev, size);
         self.last_departure = departure;
         if departure > now_ns {
             self.starts.push_back(start);
         }
-        self.enqueue(now_ns, departure, size);
+        self.enqueue(now_ns, prev, departure, size);
         self.queue_delay
             .record(Duration::from_nanos(start.saturating_sub(now_ns)));
 
@@ -471,15 +480,19 @@ impl Link {
     }
 
     /// Puts an admitted packet departing at `departure` in the queue, unless it
-    /// departs at once.
+    /// departs at once; `prev` is the departure of the packet before it
+    /// (`last_departure` before this packet), which moves to the ring if it
+    /// is still there.
     #[inline]
-    fn enqueue(&mut self, now_ns: u64, departure: u64, size: u64) {
+    fn enqueue(&mut self, now_ns: u64, prev: u64, departure: u64, size: u64) {
         if departure > now_ns {
+            if prev > now_ns {
+                self.ring.push_back(InFlight {
+                    departure: prev,
+                    cum_end: self.queued,
+                });
+            }
             self.queued += size;
-            self.ring.push_back(InFlight {
-                departure,
-                cum_end: self.queued,
-            });
         } else {
             self.bytes_unqueued += size;
         }
@@ -493,8 +506,9 @@ impl Link {
 
     /// Packets queued or in transmission at `now`.
     pub fn backlog_packets(&mut self, now: Instant) -> usize {
-        self.drain(now.as_nanos());
-        self.ring.len() as usize
+        let now = now.as_nanos();
+        self.drain(now);
+        self.present(now) as usize
     }
 
     /// Instantaneous available capacity at `t`: the rate in force for a constant or
@@ -560,6 +574,7 @@ impl Link {
             self.departed = self.queued;
             return;
         }
+        // The newest packet is still there; older ones may have left.
         while let Some(front) = self.ring.front() {
             if front.departure > now {
                 break;
@@ -572,6 +587,13 @@ impl Link {
         }
     }
 
+    /// Packets not yet departed at `now` (after `drain(now)`): the ring's,
+    /// and the newest if it has not left.
+    #[inline]
+    fn present(&self, now: u64) -> u64 {
+        self.ring.len() + u64::from(self.last_departure > now)
+    }
+
     /// Packets and bytes waiting at `now` (excluding the one in transmission, which,
     /// FIFO, can only be the oldest not yet departed). Call after `drain(now)`.
     ///
@@ -579,11 +601,17 @@ impl Link {
     /// at its arrival or at its predecessor's departure, both by `now`.
     #[inline]
     fn waiting(&self, now: u64) -> (u64, u64) {
-        match self.ring.front() {
-            Some(f) if self.fast_rate != 0 || self.starts.front().is_some_and(|&s| s <= now) => {
-                (self.ring.len() - 1, self.queued - f.cum_end)
-            }
-            _ => (self.ring.len(), self.queued - self.departed),
+        if self.last_departure <= now {
+            // Nothing left (`drain` emptied the ring).
+            return (0, 0);
+        }
+        // The oldest packet: the ring's front, or the newest if alone.
+        let oldest_end = self.ring.front().map_or(self.queued, |f| f.cum_end);
+        let n = self.ring.len() + 1;
+        if self.fast_rate != 0 || self.starts.front().is_some_and(|&s| s <= now) {
+            (n - 1, self.queued - oldest_end)
+        } else {
+            (n, self.queued - self.departed)
         }
     }
 }

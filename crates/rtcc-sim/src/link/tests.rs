@@ -818,3 +818,58 @@ fn ring_keeps_fifo_order_across_growth_and_wrap_around() {
     ring.clear();
     assert_eq!(ring.front().map(|f| f.departure), None);
 }
+
+#[test]
+fn queue_matches_a_naive_fifo() {
+    // Against a list of every admitted packet (departure, size): the bytes and
+    // packets not yet departed, and the drop-tail decision (waiting = all but
+    // the oldest, which is in transmission), at every arrival. Sparse and
+    // bursty arrivals, so that the link is often idle (its newest packet
+    // alone, kept out of the ring) and often queued.
+    use rand::Rng as _;
+    let delay = Duration::from_millis(3);
+    for (queue, limit_bytes, limit_packets) in [
+        (QueueLimit::Bytes(Bytes::new(9_000)), 9_000, u64::MAX),
+        (QueueLimit::Packets(5), u64::MAX, 5),
+    ] {
+        let mut l = link(LinkConfig {
+            rate: RateModel::Constant(Bitrate::mbps(10)),
+            delay,
+            queue,
+            ..LinkConfig::default()
+        });
+        let mut rng = stream(9, 1);
+        let mut admitted: Vec<(u64, u64)> = Vec::new();
+        let (mut now, mut drops, mut idle) = (0u64, 0, 0);
+        for _ in 0..20_000 {
+            now += if rng.random_bool(0.3) {
+                rng.random_range(0..3_000_000)
+            } else {
+                rng.random_range(0..600_000)
+            };
+            let size = [40u64, 1500, 1200, 576][rng.random_range(0..4)];
+            let present: Vec<&(u64, u64)> = admitted.iter().filter(|p| p.0 > now).collect();
+            idle += u64::from(present.is_empty());
+            let waiting_bytes: u64 = present.iter().skip(1).map(|p| p.1).sum();
+            let waiting_pkts = present.len().saturating_sub(1) as u64;
+            let admit = waiting_bytes + size <= limit_bytes && waiting_pkts < limit_packets;
+            let t = Instant::from_nanos(now);
+            match l.transmit(t, Bytes::new(size)) {
+                LinkOutcome::Delivered { at } => {
+                    assert!(admit, "admitted at {now} ns against the model");
+                    admitted.push(((at - delay).as_nanos(), size));
+                }
+                LinkOutcome::DroppedQueue => {
+                    assert!(!admit, "dropped at {now} ns against the model");
+                    drops += 1;
+                }
+                LinkOutcome::DroppedLoss => unreachable!("no loss model"),
+            }
+            let left: Vec<&(u64, u64)> = admitted.iter().filter(|p| p.0 > now).collect();
+            assert_eq!(l.backlog(t).get(), left.iter().map(|p| p.1).sum::<u64>());
+            assert_eq!(l.backlog_packets(t), left.len());
+            admitted.retain(|p| p.0 > now);
+        }
+        assert!(drops > 100 && idle > 1_000, "drops {drops}, idle {idle}");
+    }
+}
