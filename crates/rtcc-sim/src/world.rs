@@ -2789,6 +2789,14 @@ mod tests {
     }
 
     #[test]
+    fn event_is_eight_bytes() {
+        // The event queue's streams are one cache line each with an 8-byte
+        // event (`engine::tests::stream_is_one_cache_line`).
+        assert_eq!(std::mem::size_of::<Event>(), 8);
+        assert_eq!(std::mem::size_of::<Option<Event>>(), 8);
+    }
+
+    #[test]
     fn packet_fits_one_cache_line() {
         // 88 bytes (two lines) while media and live metadata were inline;
         // out of line (`ColdBody`), the largest inline body is a TCP segment
