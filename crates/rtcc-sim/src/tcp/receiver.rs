@@ -55,6 +55,7 @@ impl TcpReceiver {
     }
 
     /// A segment arrived; returns the ACK to send now, if any.
+    #[inline]
     pub fn on_segment(&mut self, now: Instant, seg: &Segment) -> Option<Ack> {
         if seg.len == 0 {
             return None;
