@@ -1382,6 +1382,14 @@ impl World {
                     if next < len
                         && self.dedicated[self.paths[(first + u32::from(next)) as usize] as usize]
                     {
+                        // An ACK about to reach its TCP sender: ask for the
+                        // oldest segment's record from the sender's lines
+                        // requested at the start.
+                        if dir == Dir::Rev && next + 1 == len {
+                            if let SenderEp::Tcp(s) = &self.flows[flow as usize].sender {
+                                s.prefetch_oldest();
+                            }
+                        }
                         t = at;
                         hop = next;
                         continue;

@@ -315,6 +315,19 @@ impl TcpSender {
         self.rto_deadline = None;
     }
 
+    /// Asks the CPU for the oldest segment's record, which the next ACK of
+    /// new data reads (a hint; no effect on results).
+    #[inline]
+    pub(crate) fn prefetch_oldest(&self) {
+        if let Some(slot) = self
+            .segments
+            .slots
+            .get((self.segments.first & self.segments.mask()) as usize)
+        {
+            crate::engine::prefetch(slot);
+        }
+    }
+
     /// Congestion window.
     pub fn cwnd(&self) -> Bytes {
         self.window.cwnd
