@@ -133,21 +133,28 @@ impl DelayHistogram {
             std::mem::swap(&mut self.run_bucket, &mut self.alt_bucket);
             std::mem::swap(&mut self.run_len, &mut self.alt_len);
             self.run_len += 1;
+            self.prefetch_alt();
         } else {
             self.end_alt();
             self.alt_bucket = self.run_bucket;
             self.alt_len = self.run_len;
             self.run_bucket = b;
             self.run_len = 1;
-            // The run is added to this bucket when it ends: ask for its line now.
-            if let Some(c) = self.counts.get(usize::from(b)) {
-                crate::engine::prefetch(c);
-            }
+            self.prefetch_alt();
         }
         let (lo, carry) = self.sum_lo.overflowing_add(us);
         self.sum_lo = lo;
         if carry {
             self.sum_hi += 1;
+        }
+    }
+    /// Asks for the older run's bucket, to which a sample in a third bucket
+    /// adds it: each time the older run changes, so that the line is
+    /// recent when that happens (a hint).
+    #[inline]
+    fn prefetch_alt(&self) {
+        if let Some(c) = self.counts.get(usize::from(self.alt_bucket)) {
+            crate::engine::prefetch(c);
         }
     }
     /// Adds the older run to its bucket.
