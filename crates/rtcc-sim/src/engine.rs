@@ -500,6 +500,14 @@ impl<E: Copy> EventQueue<E> {
         Some(Instant::from_nanos(key_time(k)))
     }
 
+    /// Asks the CPU for stream `stream`'s line (a hint).
+    #[inline]
+    pub(crate) fn prefetch_stream(&self, stream: u32) {
+        if let Some(s) = self.streams.get(stream as usize) {
+            prefetch(s);
+        }
+    }
+
     /// Number of events processed so far.
     pub fn processed(&self) -> u64 {
         self.popped

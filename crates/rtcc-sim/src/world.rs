@@ -1365,9 +1365,17 @@ impl World {
                 if next + 1 == len && self.dedicated[l] {
                     let f = &self.flows[flow as usize];
                     prefetch_lines(f, 4);
+                    // And the endpoint, and the first link (and its event
+                    // stream) of the packets it will send in response.
                     match (dir, &f.receiver, &f.sender) {
-                        (Dir::Fwd, ReceiverEp::Tcp(r), _) => prefetch_lines(&**r, 2),
-                        (Dir::Rev, _, SenderEp::Tcp(s)) => prefetch_lines(&**s, 7),
+                        (Dir::Fwd, ReceiverEp::Tcp(r), _) => {
+                            prefetch_lines(&**r, 2);
+                            self.prefetch_first_link(flow, Dir::Rev);
+                        }
+                        (Dir::Rev, _, SenderEp::Tcp(s)) => {
+                            prefetch_lines(&**s, 7);
+                            self.prefetch_first_link(flow, Dir::Fwd);
+                        }
                         _ => {}
                     }
                 }
@@ -1432,6 +1440,19 @@ impl World {
                     return;
                 }
             }
+        }
+    }
+
+    /// Hints: the first link of flow `flow`'s path in direction `dir` and
+    /// the event stream it feeds.
+    #[inline]
+    fn prefetch_first_link(&self, flow: u32, dir: Dir) {
+        let (first, _) = self.route(flow, dir, 0);
+        if let Some(&l) = self.paths.get(first as usize) {
+            if let Some(link) = self.links.get(l as usize) {
+                prefetch_lines(link, 2);
+            }
+            self.queue.prefetch_stream(l);
         }
     }
 
