@@ -117,13 +117,14 @@ impl DelayHistogram {
     /// Record one sample (saturates at one hour).
     #[inline]
     pub fn record(&mut self, d: Duration) {
-        let us = d.as_micros().min(MAX_US);
-        if us == 0 {
-            // Common (an idle link's waiting time): counted in the struct, so the
-            // bucket array stays out of the cache.
+        if d.as_nanos() < 1_000 {
+            // Zero µs, common (an idle link's waiting time): counted in the
+            // struct, so the bucket array stays out of the cache; tested
+            // before the division to µs.
             self.zeros += 1;
             return;
         }
+        let us = d.as_micros().min(MAX_US);
         // `bucket_of(us) < BUCKETS < 2^16` for every `us <= MAX_US`.
         let b = bucket_of(us) as u16;
         if b == self.run_bucket && self.run_len < u16::MAX {

@@ -2269,7 +2269,7 @@ impl World {
         }
         while let Some((t, ev)) = self.queue.pop_by(self.end) {
             // A hint only: start loading the next event's packet while this one runs.
-            if let Some((_, &Event::Hop { pkt, .. })) = self.queue.peek() {
+            if let Some(&Event::Hop { pkt, .. }) = self.queue.peek_head() {
                 if let Some(p) = self.packets.get(pkt as usize) {
                     prefetch(p);
                 }
