@@ -103,8 +103,10 @@ impl WindowGrowth for RenoGrowth {
 pub enum Growth {
     /// RFC 5681 slow start + congestion avoidance (Tahoe, Reno, NewReno).
     Reno(RenoGrowth),
-    /// RFC 9438 CUBIC.
-    Cubic(CubicGrowth),
+    /// RFC 9438 CUBIC, boxed: its state is five times Reno's, and a
+    /// `TcpSender` whose growth is inline would carry it on every ACK's
+    /// cache lines, whatever its variant.
+    Cubic(Box<CubicGrowth>),
 }
 
 impl WindowGrowth for Growth {

@@ -144,10 +144,10 @@ impl TcpVariant {
             TcpVariant::Tahoe | TcpVariant::Reno | TcpVariant::NewReno => {
                 Growth::Reno(RenoGrowth::new(abc_limit_segments))
             }
-            TcpVariant::Cubic => Growth::Cubic(CubicGrowth::new(CubicConfig {
+            TcpVariant::Cubic => Growth::Cubic(Box::new(CubicGrowth::new(CubicConfig {
                 abc_limit_segments,
                 ..CubicConfig::default()
-            })),
+            }))),
         }
     }
 }
