@@ -548,7 +548,8 @@ pub(crate) fn prefetch_lines<T>(r: &T, lines: usize) {
 fn prefetch_addr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch does not access memory architecturally and cannot
-    // fault, whatever the address.
+    // fault, whatever the address. The call is safe since Rust 1.87 (SSE is
+    // baseline on x86_64), but MSRV 1.85 needs the block.
     #[allow(unused_unsafe)]
     unsafe {
         use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -562,17 +563,7 @@ fn prefetch_addr(p: *const u8) {
 /// waiting for it. A hint only: no effect on results.
 #[inline(always)]
 pub(crate) fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch does not access memory architecturally and cannot fault;
-    // the address is that of a live reference anyway. The call is safe since
-    // Rust 1.87 (SSE is baseline on x86_64), but MSRV 1.85 needs the block.
-    #[allow(unused_unsafe)]
-    unsafe {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    prefetch_addr((r as *const T).cast::<u8>());
 }
 
 #[cfg(test)]
