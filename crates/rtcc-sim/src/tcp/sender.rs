@@ -75,6 +75,15 @@ impl SentRing {
             .unwrap_or(0)
     }
 
+    /// The oldest segment's slot, if any is held.
+    #[inline]
+    fn front_slot(&self) -> Option<&u64> {
+        if self.len == 0 {
+            return None;
+        }
+        self.slots.get((self.first & self.mask()) as usize)
+    }
+
     /// Sets the slot of segment `n` (`first <= n < first + len`).
     #[inline]
     fn set(&mut self, n: u64, value: u64) {
@@ -319,11 +328,7 @@ impl TcpSender {
     /// new data reads (a hint; no effect on results).
     #[inline]
     pub(crate) fn prefetch_oldest(&self) {
-        if let Some(slot) = self
-            .segments
-            .slots
-            .get((self.segments.first & self.segments.mask()) as usize)
-        {
+        if let Some(slot) = self.segments.front_slot() {
             crate::engine::prefetch(slot);
         }
     }
