@@ -83,8 +83,9 @@ class Result:
 
         Columns: time_s, flow, send_rate_kbps, goodput_kbps, target_kbps,
         estimate_kbps, cwnd_bytes, srtt_ms, queue_bytes, queue_delay_ms,
-        capacity_kbps (the flow's bottleneck link). Cells that do not apply to
-        a flow are null.
+        capacity_kbps (the flow's bottleneck link), packets_sent,
+        packets_lost (in the interval). Cells that do not apply to a flow are
+        null.
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
@@ -208,6 +209,8 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "queue_bytes": pl.Int64(),
     "queue_delay_ms": pl.Float64(),
     "capacity_kbps": pl.Float64(),
+    "packets_sent": pl.Int64(),
+    "packets_lost": pl.Int64(),
 }
 _FRAMES_SCHEMA: dict[str, pl.DataType] = {
     "flow": pl.String(),

@@ -12,16 +12,10 @@ from typing import Any
 import pytest
 import tomli_w
 
-from rtcc.reproduce import (
-    Claim,
-    PaperError,
-    _claims,
-    _experiments,
-    _judge,
-    _markdown,
-    metric_value,
-    reproduce,
-)
+from rtcc.reproduce import Claim, PaperError, metric_value, reproduce
+from rtcc.reproduce.judging import Setting, _judge
+from rtcc.reproduce.rendering import _markdown
+from rtcc.reproduce.spec import _claims, _experiments
 
 
 def make_paper(root: Path, claims: list[dict[str, object]]) -> Path:
@@ -39,6 +33,8 @@ def make_paper(root: Path, claims: list[dict[str, object]]) -> Path:
     (folder / "toy.toml").write_text(tomli_w.dumps(scenario))
     spec = {
         "title": "A toy paper",
+        # Two seeds keep the test short; real papers use the default of 5.
+        "min_seeds": 1,
         "source": "nowhere, a test",
         "experiment": [
             {
@@ -90,7 +86,8 @@ def test_claims_are_judged_and_written(tmp_path: Path) -> None:
     text = md.read_text()
     assert "2 of 3 claims hold here" in text
     assert "| GCC exceeds the link |" in text
-    assert "**no**" in text
+    assert "**fails**" in text
+    assert "- `wrong` — **fails**: on the mean:" in text, "the headline lists it with its reason"
     figs = list((tmp_path / "toy-figures" / "e1").glob("*.png"))
     assert figs, "figures of the first seed"
     assert f"]({figs[0].relative_to(tmp_path).as_posix()})" in text or "toy-figures/e1/" in text
@@ -142,7 +139,7 @@ def test_metric_paths() -> None:
 @pytest.mark.parametrize(
     ("claim", "needle"),
     [
-        ({"id": "x", "text": "t", "experiment": "e1", "metric": "m"}, "missing key `check`"),
+        ({"id": "x", "text": "t", "experiment": "e1", "metric": "m"}, "needs `check`, `published` or both"),
         (
             {
                 "id": "x",
@@ -190,6 +187,7 @@ def test_compare_expands_per_controller_with_settings(tmp_path: Path) -> None:
     }
     (folder / "base.toml").write_text(tomli_w.dumps(scenario))
     spec = {
+        "min_seeds": 1,
         "title": "compare",
         "experiment": [
             {
@@ -238,7 +236,7 @@ def test_compare_expands_per_controller_with_settings(tmp_path: Path) -> None:
     assert "| gcc |" in text
     assert "| fixed |" in text
     assert "Set-up differences go here." in text
-    assert "- `link-set`: the link is 1 Mbps here" in text
+    assert "- `link-set` (holds): the link is 1 Mbps here" in text
     assert (tmp_path / "cmp-figures" / "e" / "rate.png").is_file()
     assert (tmp_path / "runs" / "full" / "e-fixed" / "seed-1" / "summary.json").is_file()
 
@@ -274,6 +272,7 @@ def test_several_flows_under_test_and_time_windows(tmp_path: Path) -> None:
     }
     (folder / "base.toml").write_text(tomli_w.dumps(scenario))
     spec: dict[str, Any] = {
+        "min_seeds": 1,
         "title": "multi",
         "experiment": [
             {
@@ -371,6 +370,7 @@ def test_the_camel_paper_runs_end_to_end(tmp_path: Path) -> None:
 
 def _paper(tmp_path: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], Path]:
     """A paper folder with a one-flow scenario; returns the spec and paper.toml's path."""
+    spec = {"min_seeds": 1, **spec}
     scenario = {
         "duration": "8s",
         "link": [{"name": "bottleneck", "rate": "4Mbps", "delay": "20ms", "queue": "60KB"}],
@@ -744,7 +744,7 @@ def test_claim_vary_substitutes_placeholders_before_references(tmp_path: Path) -
         ),
         (
             [{"id": "c{k}", "experiment": "e{k}", "vary": {"name": "k", "values": [1, 2]}}],
-            r"claim\[0\] \(k = 2\): key `experiment`: no experiment `e2`",
+            r"claim\[0\] \(k = 2\) `c2`: key `experiment`: no experiment `e2`",
         ),
     ],
 )
@@ -873,3 +873,196 @@ def test_the_autorec_paper_expands_its_sweeps() -> None:
     ids = {c.id for c in claims}
     assert "fig13-latency-bbr-k10" in ids
     assert "exactly-once-autorec" in ids
+
+
+# ---- the rules (docs/reproduce.md) ---------------------------------------------------
+
+
+def _flow(name: str, **values: object) -> dict[str, object]:
+    return {"name": name, **values}
+
+
+def _runs(*flows_per_seed: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [{"flows": flows} for flows in flows_per_seed]
+
+
+def test_a_comparison_that_holds_on_the_mean_but_not_on_most_seeds_is_mixed() -> None:
+    # Ours beats the other flow by a lot on seed 1 and loses on seeds 2-5:
+    # the mean says "holds", the seeds say otherwise.
+    xs = [100.0, 10.0, 10.0, 10.0, 10.0]
+    runs = _runs(*[[_flow("a", x=x), _flow("b", x=20.0)] for x in xs])
+    claim = _claim("flow:a.x", {"op": ">", "metric": "flow:b.x"})
+    res = _judge(claim, {"e": runs}, {"e": [1, 2, 3, 4, 5]})
+    assert res.verdict == "mixed"
+    assert (res.seeds_held, res.seeds_judged) == (1, 5)
+    assert "not on seed 2, 3, 4, 5" in res.why
+    # Four of five seeds (80 %) is enough.
+    runs = _runs(*[[_flow("a", x=x), _flow("b", x=20.0)] for x in [30, 30, 30, 30, 10]])
+    assert _judge(claim, {"e": runs}, {"e": [1, 2, 3, 4, 5]}).verdict == "holds"
+    # Paired per seed across experiments: the other experiment's seed, not its mean.
+    summaries = {
+        "e": _runs(*[[_flow("a", x=x)] for x in [11.0, 11.0, 11.0, 11.0, 11.0]]),
+        "o": _runs(*[[_flow("a", x=x)] for x in [1.0, 1.0, 50.0, 1.0, 1.0]]),
+    }
+    seeds = {"e": [1, 2, 3, 4, 5], "o": [1, 2, 3, 4, 5]}
+    res = _judge(_claim("flow:a.x", {"op": ">", "metric": "o:flow:a.x"}), summaries, seeds)
+    assert res.verdict == "holds", "11 > mean 10.8 and 11 > 1 on 4 of 5 seeds"
+    summaries["o"] = _runs(*[[_flow("a", x=x)] for x in [1.0, 1.0, 50.0, 50.0, 1.0]])
+    res = _judge(_claim("flow:a.x", {"op": "<", "metric": "o:flow:a.x"}), summaries, seeds)
+    assert res.verdict == "mixed", "11 < mean 20.6 but only on seeds 3 and 4"
+
+
+def test_a_comparison_against_a_collapsed_baseline_is_void() -> None:
+    seeds = {"ours": [1, 2, 3, 4, 5], "base": [1, 2, 3, 4, 5]}
+    ours = _runs(*[[_flow("media", frame_delay=100.0, stall_ratio=0.01)]] * 5)
+    dead = _runs(*[[_flow("media", frame_delay=2000.0, stall_ratio=0.9)]] * 5)
+    fine = _runs(*[[_flow("media", frame_delay=150.0, stall_ratio=0.02)]] * 5)
+    check = {"op": "<", "metric": "base:flow:media.frame_delay"}
+    claim = Claim(id="c", text="t", experiment="ours", metric="flow:media.frame_delay", check=check)
+    res = _judge(claim, {"ours": ours, "base": dead}, seeds)
+    assert res.verdict == "void"
+    assert "baseline `base` flow `media` collapsed (stall ratio 90.0%)" in res.why
+    assert _judge(claim, {"ours": ours, "base": fine}, seeds).verdict == "holds"
+    # The same for a baseline flow that loses 40 % of its packets, or shows
+    # too few of the frames its encoder produced.
+    lossy = _runs(*[[_flow("media", frame_delay=150.0, loss_rate=0.4)]] * 5)
+    assert _judge(claim, {"ours": ours, "base": lossy}, seeds).verdict == "void"
+    few = _runs(*[[_flow("media", frame_delay=150.0, frames_displayed=400)]] * 5)
+    setting = Setting(frames={"base": {"media": 1800.0}})
+    res = _judge(claim, {"ours": ours, "base": few}, seeds, setting)
+    assert res.verdict == "void"
+    assert "400 of about 1800 frames displayed" in res.why
+    # Another flow of the same experiment counts as well.
+    both = _runs(*[[_flow("a", x=1.0), _flow("b", x=5.0, stall_ratio=0.8)]] * 5)
+    res = _judge(
+        _claim("flow:a.x", {"op": "<", "metric": "flow:b.x"}), {"e": both}, {"e": seeds["ours"]}
+    )
+    assert res.verdict == "void"
+    # Unless the paper itself reports the collapse.
+    reported = Claim(
+        id="c",
+        text="t",
+        experiment="ours",
+        metric="flow:media.frame_delay",
+        check=check,
+        collapse_expected="the paper's Fig. 9 shows the baseline stalling",
+    )
+    assert _judge(reported, {"ours": ours, "base": dead}, seeds).verdict == "holds"
+
+
+def test_an_absolute_claim_a_baseline_also_passes_is_not_discriminating() -> None:
+    seeds = {"camel": [1, 2, 3, 4, 5], "gcc": [1, 2, 3, 4, 5]}
+    camel = _runs(*[[_flow("media", loss_rate=0.001)]] * 5)
+    gcc = _runs(*[[_flow("media", loss_rate=0.002)]] * 5)
+    claim = Claim(
+        id="c",
+        text="Camel loses less than 1 %",
+        experiment="camel",
+        metric="flow:media.loss_rate",
+        check={"op": "<", "value": 0.01},
+    )
+    setting = Setting(baselines={"camel": ("gcc",)})
+    res = _judge(claim, {"camel": camel, "gcc": gcc}, seeds, setting)
+    assert res.verdict == "not discriminating"
+    assert "`gcc`" in res.why
+    # A baseline that fails the value makes the claim discriminating.
+    gcc = _runs(*[[_flow("media", loss_rate=0.05)]] * 5)
+    assert _judge(claim, {"camel": camel, "gcc": gcc}, seeds, setting).verdict == "holds"
+    # Explicit `baselines` win over the compare group.
+    explicit = Claim(**{**claim.__dict__, "baselines": ("other",)})
+    other = _runs(*[[_flow("media", loss_rate=0.0)]] * 5)
+    summaries = {"camel": camel, "gcc": gcc, "other": other}
+    res = _judge(explicit, summaries, {**seeds, "other": [1, 2, 3, 4, 5]}, setting)
+    assert res.verdict == "not discriminating"
+    # A comparison with a baseline's metric is discriminating by construction.
+    relative = Claim(
+        id="c",
+        text="t",
+        experiment="camel",
+        metric="flow:media.loss_rate",
+        check={"op": "<", "metric": "gcc:flow:media.loss_rate"},
+    )
+    assert _judge(relative, {"camel": camel, "gcc": gcc}, seeds, setting).verdict == "holds"
+
+
+def test_a_published_number_is_checked_on_both_sides() -> None:
+    seeds = {"e": [1, 2, 3, 4, 5]}
+
+    def judged(x: float, **keys: object) -> str:
+        summaries = {"e": _runs(*[[_flow("a", x=x)]] * 5)}
+        claim = Claim(id="c", text="t", experiment="e", metric="flow:a.x", **keys)  # type: ignore[arg-type]
+        return _judge(claim, summaries, seeds).verdict
+
+    # "loses about 10 %": a one-sided "more than 5 %" would pass 0.3.
+    one_sided = {"check": {"op": ">", "value": 0.05}}
+    assert judged(0.3, **one_sided) == "holds"
+    assert judged(0.3, published=0.1, **one_sided) == "fails", "default ±30 %: [0.07, 0.13]"
+    assert judged(0.12, published=0.1, **one_sided) == "holds"
+    assert judged(0.06, published=0.1, **one_sided) == "fails", "below the band"
+    assert judged(0.12, published=0.1, tolerance=0.1, **one_sided) == "fails"
+    assert judged(0.06, published=0.1, published_range=(0.05, 0.2), **one_sided) == "holds"
+    # Without a check: the published band alone.
+    assert judged(0.1, published=0.1) == "holds"
+    assert judged(0.2, published=0.1) == "fails"
+
+
+def test_every_condition_of_the_sentence_must_hold() -> None:
+    # "Fair and with convergent latency": Jain high, but loss and queue too.
+    runs = _runs(*[[_flow("a", x=1.0)]] * 5)
+    for r in runs:
+        r["windows"] = {"steady": {"jain": 0.99, "loss_rate": 0.5, "queue_delay_ms": 385.0}}
+    claim = Claim(
+        id="fair",
+        text="fair and with convergent latency",
+        experiment="e",
+        metric="windows.steady.jain",
+        check={"op": ">=", "value": 0.9},
+        also=(
+            {"metric": "windows.steady.loss_rate", "op": "<", "value": 0.02},
+            {"metric": "windows.steady.queue_delay_ms", "op": "<", "value": 100},
+        ),
+    )
+    res = _judge(claim, {"e": runs}, {"e": [1, 2, 3, 4, 5]})
+    assert res.verdict == "fails"
+    assert "0.5 < 0.02" in res.why
+    assert "385 < 100" in res.why
+
+
+def test_windows_resolve_the_steady_window_and_measure_loss_and_delay(tmp_path: Path) -> None:
+    from rtcc.reproduce.metrics import window_metrics
+    from rtcc.reproduce.spec import _resolve_windows
+
+    scenario = {"duration": "60s", "flow": [{"start": "0s"}, {"start": "20s"}, {}]}
+    windows = _resolve_windows({"steady": ["last_start+10s", "end"]}, scenario, "here")
+    assert windows == {"steady": (30.0, 60.0)}
+    with pytest.raises(PaperError, match=r"here: key `windows.bad`: start .* is not before end"):
+        _resolve_windows({"bad": ["end", "10s"]}, scenario, "here")
+    import polars as pl
+
+    ts = pl.DataFrame(
+        {
+            "time_s": [1.0, 1.0, 2.0, 2.0, 3.0],
+            "flow": ["a", "b", "a", "b", "a"],
+            "goodput_kbps": [100.0, 300.0, 100.0, 300.0, 999.0],
+            "queue_delay_ms": [10.0, 10.0, 30.0, 30.0, 0.0],
+            "packets_sent": [10, 10, 10, 30, 5],
+            "packets_lost": [1, 0, 1, 2, 5],
+        }
+    )
+    m = window_metrics(ts, {"w": (1.0, 3.0)})["w"]
+    assert m["a"]["loss_rate"] == pytest.approx(0.1)
+    assert m["b"]["loss_rate"] == pytest.approx(0.05)
+    assert m["loss_rate"] == pytest.approx(4 / 60)
+    assert m["queue_delay_ms"] == pytest.approx(20.0)
+    assert m["jain"] == pytest.approx(400**2 / (2 * (100**2 + 300**2)))
+
+
+def test_a_full_run_needs_five_seeds(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    spec = tomllib.loads((folder / "paper.toml").read_text())
+    del spec["min_seeds"]
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(
+        PaperError, match=r"experiment\[0\]: key `seeds`: 2 seed\(s\); .* at least 5"
+    ):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")

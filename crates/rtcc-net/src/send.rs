@@ -417,6 +417,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 queue: None,
                 queue_delay: None,
                 capacity: None,
+                ..TimeseriesRow::default()
             })?;
             prev_bytes = sent;
             next_sample += SAMPLE_INTERVAL;

@@ -15,7 +15,7 @@ use crate::scenario::FlowKind;
 use crate::world::{MpFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
@@ -48,6 +48,12 @@ pub struct TimeseriesRow<'a> {
     /// Mean capacity of the flow's bottleneck over the interval (what the
     /// bandwidth-estimate accuracy compares the target with).
     pub capacity: Option<Bitrate>,
+    /// Packets of the flow sent in the interval (forward direction; TCP:
+    /// segments, retransmissions included).
+    pub packets_sent: Option<u64>,
+    /// Packets of the flow dropped on its forward path in the interval (queue
+    /// overflow and random loss), counted when they are dropped.
+    pub packets_lost: Option<u64>,
 }
 
 /// Writes one `timeseries.csv` row.
@@ -56,13 +62,14 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         r.map(|r| format!("{:.3}", r.as_kbps_f64()))
             .unwrap_or_default()
     };
+    let count = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
     let ms = |d: Option<Duration>| {
         d.map(|d| format!("{:.3}", d.as_millis_f64()))
             .unwrap_or_default()
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -74,6 +81,8 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         r.queue.map(|q| q.get().to_string()).unwrap_or_default(),
         ms(r.queue_delay),
         kb(r.capacity),
+        count(r.packets_sent),
+        count(r.packets_lost),
     )
 }
 

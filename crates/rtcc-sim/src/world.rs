@@ -444,6 +444,7 @@ struct Presample {
     cwnd: Option<Bytes>,
     srtt: Option<Duration>,
     /// The receiver's side was captured.
+    packets_sent: u64,
     receiver: bool,
     goodput_bytes: u64,
 }
@@ -1486,6 +1487,7 @@ impl World {
             Dir::Rev if !ps.sender => {
                 ps.sender = true;
                 ps.bytes_sent = f.counters.bytes_sent;
+                ps.packets_sent = f.counters.packets_sent;
                 if let SenderEp::Tcp(s) = &f.sender {
                     ps.cwnd = Some(s.cwnd());
                     ps.srtt = s.srtt();
@@ -2493,12 +2495,15 @@ impl World {
             let mut at_sample = f.counters.clone();
             if ps.sender {
                 at_sample.bytes_sent = ps.bytes_sent;
+                at_sample.packets_sent = ps.packets_sent;
             }
             if ps.receiver {
                 at_sample.goodput_bytes = ps.goodput_bytes;
             }
             let send = rate(at_sample.bytes_sent - f.prev.bytes_sent);
             let goodput = rate(at_sample.goodput_bytes - f.prev.goodput_bytes);
+            let packets_sent = at_sample.packets_sent - f.prev.packets_sent;
+            let packets_lost = at_sample.packets_dropped - f.prev.packets_dropped;
             f.prev = at_sample;
             let (target, est, cwnd, srtt, state): SenderSample = match &mut f.sender {
                 SenderEp::Tcp(_) if ps.sender => (None, None, ps.cwnd, ps.srtt, None),
@@ -2567,6 +2572,8 @@ impl World {
                     // A rate model without a finite mean (an unlimited link) has no
                     // capacity to show.
                     capacity: (capacity < Bitrate::MAX).then_some(capacity),
+                    packets_sent: Some(packets_sent),
+                    packets_lost: Some(packets_lost),
                 },
             );
             if let Err(e) = r {

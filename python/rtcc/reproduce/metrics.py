@@ -1,0 +1,96 @@
+"""Numbers of a run: metric paths into ``summary.json`` and time-window metrics.
+
+``docs/reproduce.md`` ("Metrics") defines the paths and the window metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def metric_value(summary: Mapping[str, Any], path: str) -> float | None:
+    """The number at ``path`` in a run's summary (module doc), or None."""
+    node: Any
+    if path.startswith("flow:*."):
+        values = [
+            v
+            for f in summary.get("flows", [])
+            if (v := metric_value(summary, f"flow:{f.get('name')}.{path[7:]}")) is not None
+        ]
+        return sum(values) / len(values) if values else None
+    if path.startswith(("flow:", "link:")):
+        kind, _, rest = path.partition(":")
+        name, _, keys = rest.partition(".")
+        items = summary.get("flows" if kind == "flow" else "links", [])
+        node = next((x for x in items if x.get("name") == name), None)
+    else:
+        node, keys = summary, path
+    parts = keys.split(".") if keys else []
+    for i, key in enumerate(parts):
+        if not isinstance(node, Mapping):
+            return None
+        if key not in node:
+            # A flow's `cc_states` lists only the states it was seen in: the
+            # share of any other state is 0.
+            return 0.0 if i > 0 and parts[i - 1] == "cc_states" and i == len(parts) - 1 else None
+        node = node[key]
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        return None
+    return float(node)
+
+
+def window_metrics(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """Metrics of each time window ``[start, end)`` (seconds) from ``timeseries.csv``.
+
+    Per flow (``<window>.<flow>.<key>``): the mean of every numeric column
+    over the window's samples, ``loss_rate`` (packets lost / packets sent in
+    the window) and ``queue_delay_ms_p95``. Over all flows: ``jain`` (Jain's
+    index of the flows' mean goodputs: flows that had not started have no
+    samples and do not count), ``loss_rate`` and ``queue_delay_ms`` (mean and
+    ``queue_delay_ms_p95`` over every sample).
+    """
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    numeric = [c for c, t in ts.schema.items() if c not in ("time_s", "flow") and t.is_numeric()]
+    for name, (start, end) in windows.items():
+        part = ts.filter((pl.col("time_s") >= start) & (pl.col("time_s") < end))
+        per_flow = part.group_by("flow", maintain_order=True).agg(
+            [pl.col(c).mean() for c in numeric]
+            + [
+                pl.col("queue_delay_ms").quantile(0.95).alias("queue_delay_ms_p95"),
+                pl.col("packets_sent").sum().alias("_sent"),
+                pl.col("packets_lost").sum().alias("_lost"),
+            ]
+        )
+        table: dict[str, Any] = {}
+        goodputs = []
+        sent = lost = 0
+        for row in per_flow.iter_rows(named=True):
+            values = {c: row[c] for c in [*numeric, "queue_delay_ms_p95"] if row[c] is not None}
+            if row["_sent"]:
+                values["loss_rate"] = row["_lost"] / row["_sent"]
+                sent += row["_sent"]
+                lost += row["_lost"]
+            table[str(row["flow"])] = values
+            goodputs.append(float(row.get("goodput_kbps") or 0.0))
+        total = sum(goodputs)
+        squares = sum(g * g for g in goodputs)
+        table["jain"] = total * total / (len(goodputs) * squares) if squares > 0 else 1.0
+        if sent:
+            table["loss_rate"] = lost / sent
+        delay = part["queue_delay_ms"].drop_nulls()
+        if delay.len():
+            table["queue_delay_ms"] = float(delay.mean())  # type: ignore[arg-type]
+            table["queue_delay_ms_p95"] = float(delay.quantile(0.95))  # type: ignore[arg-type]
+        out[name] = table
+    return out
+
+
+def _mean_of(summaries: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+    vals = [v for s in summaries if (v := metric_value(s, metric)) is not None]
+    return sum(vals) / len(vals) if vals else None
