@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -111,16 +112,22 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     table = Table(title=f"{args.paper}: claims", title_justify="left")
-    for header in ("claim", "ours", "published", "holds"):
+    for header in ("claim", "ours", "published", "verdict", "seeds"):
         table.add_column(header)
     for r in results:
         table.add_row(
             r.claim.text,
             _fmt(r.mean, "{:.4g}"),
             _fmt(r.claim.published, "{:.4g}"),
-            {True: "yes", False: "no", None: "n/a"}[r.holds],
+            r.verdict,
+            f"{r.seeds_held}/{r.seeds_judged}" if r.seeds_judged else "",
         )
     console.print(table)
+    counts = Counter(r.verdict for r in results)
+    console.print(
+        f"{counts['holds']} of {len(results)} claims hold; "
+        + ", ".join(f"{n} {v}" for v, n in counts.items() if v != "holds")
+    )
     console.print(f"written to {md}")
     return 0
 

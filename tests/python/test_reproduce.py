@@ -139,7 +139,10 @@ def test_metric_paths() -> None:
 @pytest.mark.parametrize(
     ("claim", "needle"),
     [
-        ({"id": "x", "text": "t", "experiment": "e1", "metric": "m"}, "needs `check`, `published` or both"),
+        (
+            {"id": "x", "text": "t", "experiment": "e1", "metric": "m"},
+            "needs `check`, `published` or both",
+        ),
         (
             {
                 "id": "x",
