@@ -450,3 +450,34 @@ start = "1.0093s"
         );
     }
 }
+
+/// timeseries.csv's per-interval `packets_sent`/`packets_lost` add up to the
+/// summary's counts (up to the packets after the last sample), for media and
+/// TCP flows that lose packets to a full queue: the window loss rates of
+/// `rtcc reproduce` are built from them.
+#[test]
+fn interval_packet_counts_add_up_to_the_summary() {
+    let sc = load("scenarios/bench/dumbbell.toml");
+    let dir = tmp("interval-counts");
+    let summary = run_to(&sc, 3, &dir);
+    let mut lossy = 0;
+    for flow in summary["flows"].as_array().expect("flows") {
+        let name = flow["name"].as_str().expect("name");
+        for (col, key) in [
+            ("packets_sent", "packets_sent"),
+            ("packets_lost", "packets_lost"),
+        ] {
+            let total: f64 = column(&dir, name, col).iter().map(|(_, v)| v).sum();
+            let reported = flow[key].as_f64().expect(key);
+            assert!(
+                total <= reported && reported - total <= 0.002 * reported + 5.0,
+                "flow {name}: {col} sums to {total}, the summary says {reported}"
+            );
+            if col == "packets_lost" && total > 0.0 {
+                lossy += 1;
+            }
+        }
+    }
+    assert!(lossy > 0, "the dumbbell drops packets of at least one flow");
+    let _ = std::fs::remove_dir_all(&dir);
+}
