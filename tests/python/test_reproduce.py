@@ -87,7 +87,7 @@ def test_claims_are_judged_and_written(tmp_path: Path) -> None:
     assert "2 of 3 claims hold here" in text
     assert "| GCC exceeds the link |" in text
     assert "**fails**" in text
-    assert "- `wrong` — **fails**: on the mean:" in text, "the headline lists it with its reason"
+    assert "- `wrong` — **fails**: on the mean, `flow:gcc.goodput_kbps` = " in text, "with a reason"
     figs = list((tmp_path / "toy-figures" / "e1").glob("*.png"))
     assert figs, "figures of the first seed"
     assert f"]({figs[0].relative_to(tmp_path).as_posix()})" in text or "toy-figures/e1/" in text
@@ -1027,8 +1027,8 @@ def test_every_condition_of_the_sentence_must_hold() -> None:
     )
     res = _judge(claim, {"e": runs}, {"e": [1, 2, 3, 4, 5]})
     assert res.verdict == "fails"
-    assert "0.5 < 0.02" in res.why
-    assert "385 < 100" in res.why
+    assert "`windows.steady.loss_rate` = 0.5, wanted < 0.02" in res.why
+    assert "`windows.steady.queue_delay_ms` = 385, wanted < 100" in res.why
 
 
 def test_windows_resolve_the_steady_window_and_measure_loss_and_delay(tmp_path: Path) -> None:
@@ -1069,3 +1069,34 @@ def test_a_full_run_needs_five_seeds(tmp_path: Path) -> None:
         PaperError, match=r"experiment\[0\]: key `seeds`: 2 seed\(s\); .* at least 5"
     ):
         reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+
+
+def test_a_gain_over_another_experiment_is_a_comparison() -> None:
+    # "Camel's bitrate is 20 % above GCC's": a gain expression over a baseline
+    # run on its own link, checked against a constant.
+    seeds = {"camel": [1, 2, 3, 4, 5], "gcc": [1, 2, 3, 4, 5]}
+    camel = _runs(*[[_flow("media", x=120.0)]] * 5)
+    gcc = _runs(*[[_flow("media", x=100.0, stall_ratio=0.01)]] * 5)
+    claim = Claim(
+        id="gain",
+        text="t",
+        experiment="camel",
+        metric="{flow:media.x} / {gcc:flow:media.x} - 1",
+        check={"op": ">=", "value": 0.1},
+    )
+    assert not claim.absolute, "it relates two experiments"
+    setting = Setting(baselines={"camel": ("gcc",)})
+    # Not tried on the baseline (which would compute Camel's own gain again).
+    assert _judge(claim, {"camel": camel, "gcc": gcc}, seeds, setting).verdict == "holds"
+    # And void when that baseline collapsed.
+    gcc = _runs(*[[_flow("media", x=100.0, stall_ratio=0.7)]] * 5)
+    res = _judge(claim, {"camel": camel, "gcc": gcc}, seeds, setting)
+    assert res.verdict == "void"
+    assert "`gcc` flow `media`" in res.why
+    # Two flows of one experiment: a comparison too; one flow alone: absolute.
+    two = Claim(id="c", text="t", experiment="e", metric="{flow:a.x} / {flow:b.x}")
+    assert not Claim(**{**two.__dict__, "check": {"op": ">", "value": 1}}).absolute
+    one = Claim(
+        id="c", text="t", experiment="e", metric="{flow:a.x} * 8", check={"op": ">", "value": 1}
+    )
+    assert one.absolute

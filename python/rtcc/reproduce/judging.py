@@ -192,6 +192,17 @@ class _Evaluated:
             return None
         return _OPS[c.op](ours, bound)
 
+    def describe_failure(self) -> str:
+        """Why the condition fails on the means: the metric, its value and what was wanted."""
+        c = self.condition
+        what = f"`{c.metric}` = {_num(_mean(self.ours))}"
+        if c.op == "in":
+            return f"{what}, outside [{_num(c.lo)}, {_num(c.hi)}]"
+        scale = "" if c.factor == 1 else f"{c.factor:g} x "
+        bound = _num(_mean(self.bound))
+        right = f"{scale}`{c.ref}` = {bound}" if c.ref else bound
+        return f"{what}, wanted {c.op} {right}"
+
     def describe(self) -> str:
         """``ours op bound`` on the means, for the report."""
         c = self.condition
@@ -268,7 +279,7 @@ def _judge(
     described = "; ".join(e.describe() for e in evaluated)
     if failing:
         res.verdict = FAILS
-        res.why = "on the mean: " + "; ".join(e.describe() for e in failing)
+        res.why = "on the mean, " + "; ".join(e.describe_failure() for e in failing)
         return res
     if len(held) < SEED_SHARE * len(judged):
         res.verdict = MIXED
@@ -342,8 +353,12 @@ def _collapsed_baseline(
     """Why a flow the claim compares against has collapsed (rule 2), or ''."""
     if claim.collapse_expected:
         return ""
-    own = set(_flows_named(claim.metric, claim.experiment, setting))
-    against: list[tuple[str, str | None]] = []
+    # The claim's own flows: those its metric reads in its own experiment. A
+    # flow its metric reads in another experiment (a gain over a baseline run
+    # on its own link) is compared against, like a check's reference.
+    named = _flows_named(claim.metric, claim.experiment, setting)
+    own = {p for p in named if p[0] == claim.experiment}
+    against: list[tuple[str, str | None]] = [p for p in named if p[0] != claim.experiment]
     for e in evaluated:
         for pair in _flows_named(e.condition.metric, claim.experiment, setting):
             if pair not in own and pair[0] != claim.experiment:

@@ -112,9 +112,30 @@ class Claim:
 
     @property
     def absolute(self) -> bool:
-        """Whether the claim's own check is an absolute value (a constant or a published number)."""
+        """Whether the claim says the system reaches a value (rule 5).
+
+        Its own check is against a constant (or a published number) and its
+        metric reads one flow, or no flow in particular, of its own
+        experiment. A metric that relates two flows or two experiments (a
+        gain over a baseline) is a comparison, however it is checked.
+        """
         conditions = self.conditions()
-        return bool(conditions) and conditions[0].absolute
+        if not conditions or not conditions[0].absolute:
+            return False
+        try:
+            expr = _parse_expr(self.metric)
+        except ValueError:
+            return True
+        if expr is None:
+            return True
+        if any(other is not None and other != self.experiment for other, _ in expr.refs):
+            return False
+        flows = {
+            path[5:].partition(".")[0]
+            for _, path in expr.refs
+            if path.startswith("flow:") and not path.startswith("flow:*.")
+        }
+        return len(flows) <= 1
 
 
 def _condition(metric: str, check: Mapping[str, Any]) -> Condition:
@@ -214,15 +235,21 @@ def _check_windows(value: object, where: str) -> Mapping[str, Any]:
 
 
 def _resolve_windows(
-    value: Mapping[str, Any], scenario: Mapping[str, Any], where: str
+    value: Mapping[str, Any], scenario: Mapping[str, Any], where: str, quick: bool = False
 ) -> dict[str, tuple[float, float]]:
-    """The windows as ``[start, end)`` seconds in this scenario."""
+    """The windows as ``[start, end)`` seconds in this scenario.
+
+    In a quick run a window may start after the shortened run ends: it is
+    left out (its metrics are then missing and claims on them are n/a).
+    """
     out = {}
     for name, pair in value.items():
         try:
             start, end = (_bound(x, scenario) for x in pair)
         except ValueError as e:
             raise PaperError(f"{where}: key `windows.{name}`: {e}") from None
+        if quick and start >= _seconds(scenario.get("duration", "60s")):
+            continue
         if not start < end:
             raise PaperError(
                 f"{where}: key `windows.{name}`: start {pair[0]} ({start:g} s) is not before "
@@ -410,7 +437,7 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
             base = _with_origin(base, scenario_path)
             for cc_id, experiment in _compared(exp, base, point_id, where, scenario_path):
                 experiment.seeds = list(seeds)
-                experiment.windows = _resolve_windows(windows, experiment.scenario, where)
+                experiment.windows = _resolve_windows(windows, experiment.scenario, where, quick)
                 experiment.sweep = point_sweep
                 add(cc_id, experiment, where)
     if not out:
