@@ -101,6 +101,24 @@ pub struct SenderConfig {
     pub frame_drop_queue_time: Option<Duration>,
 }
 
+impl SenderConfig {
+    /// The library's sender defaults around the controller `cc`: the default
+    /// packetizer, [`FeedbackTimeout::default`], no loss recovery, the pacer
+    /// queue-time limit [`DEFAULT_QUEUE_TIME_LIMIT`] and frame dropping above
+    /// [`DEFAULT_FRAME_DROP_QUEUE_TIME`]. A scenario flow with only `cc` set
+    /// gets exactly this, in the simulator and in the real transport.
+    pub fn with_cc(cc: CcConfig) -> Self {
+        SenderConfig {
+            cc,
+            packetizer: Packetizer::default(),
+            feedback_timeout: Some(FeedbackTimeout::default()),
+            recovery: RecoveryConfig::None,
+            queue_time_limit: Some(DEFAULT_QUEUE_TIME_LIMIT),
+            frame_drop_queue_time: Some(DEFAULT_FRAME_DROP_QUEUE_TIME),
+        }
+    }
+}
+
 /// The sender's reaction to a receiver that stopped sending feedback, in the
 /// spirit of the RTP circuit breaker (RFC 8083 §4.1: the RTCP timeout): a
 /// controller that hears nothing cannot tell congestion collapse from a dead
