@@ -5,8 +5,9 @@
 //! default before (STYLE rule 11: steps, checks with tolerances, failures
 //! naming their step).
 //!
-//! Set-up: one media flow, `cc = "gcc"`, constant 1 Mbps, 20 ms one way,
-//! 60 KB drop-tail queue, 60 s, seeds 1–4. The measure is the payload
+//! Set-up (`scenarios/tests/gcc-default-encoder.toml`): one media flow,
+//! `cc = "gcc"`, constant 1 Mbps, 20 ms one way, 60 KB drop-tail queue, 60 s,
+//! seeds 1–4. The measure is the payload
 //! goodput (`goodput_kbps` of `timeseries.csv`: media payload delivered, no
 //! headers) averaged over the 100 ms samples of 10–60 s, divided by the
 //! capacity over the same samples.
@@ -24,28 +25,15 @@ use common::tmp;
 
 const SEEDS: [u64; 4] = [1, 2, 3, 4];
 
-/// The link and flow of the experiment; `encoder` is the flow's encoder
-/// line (empty: the default encoder).
+/// The experiment's scenario file.
+const SCENARIO: &str = "scenarios/tests/gcc-default-encoder.toml";
+
+/// The scenario of the experiment, its flow given the encoder line `encoder`
+/// (empty: the default encoder). The file ends with the flow's table.
 fn scenario(encoder: &str) -> Scenario {
-    let text = format!(
-        r#"
-name = "gcc-default-encoder"
-duration = "60s"
-
-[[link]]
-name = "bottleneck"
-rate = "1Mbps"
-delay = "20ms"
-queue = "60KB"
-
-[[flow]]
-name = "gcc"
-kind = "media"
-cc = "gcc"
-{encoder}
-"#
-    );
-    Scenario::from_toml_str(&text, "default_encoder.rs").unwrap_or_else(|e| panic!("{e}"))
+    let text = std::fs::read_to_string(common::repo().join(SCENARIO)).unwrap();
+    let text = format!("{text}{encoder}\n");
+    Scenario::from_toml_str(&text, SCENARIO).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// What one run shows.
@@ -170,5 +158,70 @@ fn gcc_with_the_default_encoder_uses_most_of_a_constant_1mbps_link() {
         "step 2: gop 60 × 10 gets {:.1} % of capacity, default {:.1} %",
         100.0 * old_mean,
         100.0 * new_mean
+    );
+}
+
+#[test]
+fn lost_packets_bring_key_frames_through_the_reverse_path() {
+    // Step 1: the same flow with 0.5 % random loss on the link and no loss
+    // recovery, 20 s: each loss breaks the receiver's decoding chain, its
+    // feedback asks for a key frame (PLI) over the reverse link, and the
+    // encoder answers.
+    let text = std::fs::read_to_string(common::repo().join(SCENARIO)).unwrap();
+    let text = text
+        .replace("duration = \"60s\"", "duration = \"20s\"")
+        .replace(
+            "queue = \"60KB\"",
+            "queue = \"60KB\"\nloss = { model = \"bernoulli\", p = 0.005 }",
+        );
+    let sc = Scenario::from_toml_str(&text, SCENARIO).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp("default-encoder-loss");
+    let opts = RunOptions {
+        seed: Some(1),
+        out_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let summary = run(&sc, &opts, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .summary;
+    let frames = std::fs::read_to_string(dir.join("frames.csv")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // (capture ms, type, displayed) per frame.
+    let rows: Vec<(f64, String, bool)> = frames
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (c[4].parse().unwrap(), c[2].to_string(), !c[6].is_empty())
+        })
+        .collect();
+    let keys: Vec<f64> = rows.iter().filter(|r| r.1 == "I").map(|r| r.0).collect();
+    let f = &summary["flows"][0];
+    eprintln!(
+        "0.5 % loss: {} key frames at {keys:?} ms, loss rate {}, stall ratio {}",
+        keys.len(),
+        f["loss_rate"],
+        f["stall_ratio"]
+    );
+    // Check 1: packets were lost, and key frames beyond the first came back.
+    assert!(
+        f["loss_rate"].as_f64().unwrap() > 0.0,
+        "step 1: no loss: {f}"
+    );
+    assert!(
+        keys.len() >= 2,
+        "step 1: no key frame after frame 0: {keys:?}"
+    );
+    // Check 2: requests are served at most once per 300 ms (libwebrtc's
+    // limit), so key frames are at least ~300 ms apart in capture time.
+    for w in keys.windows(2) {
+        assert!(w[1] - w[0] >= 290.0, "step 2: key frames at {w:?} ms");
+    }
+    // Check 3: the picture recovers after each key frame: most frames play.
+    let displayed = rows.iter().filter(|r| r.2).count();
+    assert!(
+        displayed * 10 >= rows.len() * 7,
+        "step 3: {displayed} of {} frames displayed",
+        rows.len()
     );
 }

@@ -45,8 +45,11 @@ const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 
 /// Key-frame requests closer together than this are served by one key frame:
 /// the receiver repeats its request in every report until a key frame arrives,
-/// and a key frame takes about a round trip to show up (our choice; RFC 4585
-/// §3.5 leaves the rate of such requests to the application).
+/// and a key frame takes about a round trip to show up. 300 ms is libwebrtc's
+/// sender-side limit (`kMinKeyframeSendIntervalMs` in
+/// `video/encoder_rtcp_feedback.cc`: an intra request within 300 ms of the
+/// last one served is ignored); RFC 4585 §3.5 leaves the rate of such
+/// requests to the application.
 const KEY_FRAME_REQUEST_INTERVAL: Duration = Duration::from_millis(300);
 
 /// Bytes an RFC 4588 retransmission adds to the original packet: the 2-byte
