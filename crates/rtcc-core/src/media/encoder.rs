@@ -352,10 +352,9 @@ pub struct ParametricEncoderConfig {
     /// indication). Default 0, as a WebRTC sender: libwebrtc's default codec
     /// settings put key frames 3000 frames apart (`keyFrameInterval = 3000`
     /// in `VideoEncoder::GetDefaultVp8Settings` and the H.264/VP9
-    /// counterparts: 100 s at 30 fps, longer than a call's loss-free
-    /// stretches), so its key frames are the first one and those a receiver
-    /// asks for with a PLI (RFC 4585 §6.3.1). Camel's experiments use 60 (2 s
-    /// at 30 fps; Camel does not state one).
+    /// counterparts: 100 s at 30 fps), so in practice its key frames are the
+    /// first one and those a receiver asks for with a PLI (RFC 4585 §6.3.1).
+    /// Camel's experiments use 60 (2 s at 30 fps; Camel does not state one).
     pub gop: u32,
     /// Key-frame size / delta-frame size (≥ 1). Default
     /// [`DEFAULT_I_FRAME_FACTOR`] (4.3, measured on x264 output). Camel §2.1's
