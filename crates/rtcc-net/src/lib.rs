@@ -89,13 +89,19 @@ pub(crate) async fn open_socket(
 }
 
 /// The media settings of a scenario flow with only `cc = "<name>"` set: the
-/// default encoder, packetizer, feedback interval and player.
+/// library's defaults ([`ParametricEncoderConfig::default`],
+/// [`SenderConfig::with_cc`], [`ReceiverConfig::default`]), the same the
+/// simulator gives such a flow. A real H.264 source drops no frames at the
+/// sender whatever this says (`send::run` turns it off: its bitstream cannot
+/// skip a frame).
+///
+/// [`ParametricEncoderConfig::default`]: rtcc_core::media::encoder::ParametricEncoderConfig
+/// [`SenderConfig::with_cc`]: rtcc_core::session::sender::SenderConfig::with_cc
+/// [`ReceiverConfig::default`]: rtcc_core::session::receiver::ReceiverConfig
 pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
     use rtcc_core::media::encoder::ParametricEncoderConfig;
-    use rtcc_core::media::packetizer::Packetizer;
-    use rtcc_core::media::player::PlayerConfig;
     use rtcc_core::session::receiver::ReceiverConfig;
-    use rtcc_core::session::sender::{FeedbackTimeout, SenderConfig};
+    use rtcc_core::session::sender::SenderConfig;
 
     let encoder = ParametricEncoderConfig::default();
     let cc = rtcc_sim::default_cc_config(cc, &encoder).map_err(|message| NetError::Config {
@@ -103,23 +109,8 @@ pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
         message,
     })?;
     Ok(rtcc_sim::MediaSetup {
-        sender: SenderConfig {
-            cc,
-            packetizer: Packetizer::default(),
-            feedback_timeout: Some(FeedbackTimeout::default()),
-            // No loss recovery unless asked (`--recovery nack`, a flow's `recovery`).
-            recovery: Default::default(),
-            queue_time_limit: Some(rtcc_core::session::sender::DEFAULT_QUEUE_TIME_LIMIT),
-            // Off: a real encoded bitstream cannot skip a frame after encoding
-            // (payloads are looked up by the encoder's frame id, and the next
-            // frame references the dropped one).
-            frame_drop_queue_time: None,
-        },
+        sender: SenderConfig::with_cc(cc),
         encoder,
-        receiver: ReceiverConfig {
-            feedback_interval: rtcc_core::feedback::DEFAULT_FEEDBACK_INTERVAL,
-            player: PlayerConfig::default(),
-            recovery: Default::default(),
-        },
+        receiver: ReceiverConfig::default(),
     })
 }

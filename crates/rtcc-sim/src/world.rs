@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 
 use rtcc_core::cc::CcConfig;
-use rtcc_core::feedback::{Nack, WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
+use rtcc_core::feedback::{Nack, WireFeedback};
 use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConfig};
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
@@ -25,10 +25,7 @@ use rtcc_core::session::multipath::{
     SegmentArrival,
 };
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
-use rtcc_core::session::sender::{
-    FeedbackTimeout, SenderConfig, SenderSession, DEFAULT_FRAME_DROP_QUEUE_TIME,
-    DEFAULT_QUEUE_TIME_LIMIT,
-};
+use rtcc_core::session::sender::{SenderConfig, SenderSession};
 use rtcc_core::transport::{
     wire, AckFrame, CopyKind, Datagram, Payload, TransportReceiver, TransportSender,
 };
@@ -1100,28 +1097,32 @@ impl World {
                         .map_err(|m| {
                             sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
                         })?;
+                // The library's defaults (`SenderConfig::with_cc`,
+                // `ReceiverConfig::default`, as rtcc-net's `default_media`),
+                // overridden by the flow's keys.
+                let defaults = SenderConfig::with_cc(cc);
                 let media = Box::new(MediaSetup {
                     sender: SenderConfig {
-                        cc,
                         packetizer,
-                        feedback_timeout: Some(FeedbackTimeout::default()),
                         recovery: recovery.clone(),
                         queue_time_limit: f
                             .queue_time_limit
                             .as_ref()
-                            .map_or(Some(DEFAULT_QUEUE_TIME_LIMIT), |l| l.get_ref().time()),
+                            .map_or(defaults.queue_time_limit, |l| l.get_ref().time()),
                         frame_drop_queue_time: f
                             .frame_drop_queue_time
                             .as_ref()
-                            .map_or(Some(DEFAULT_FRAME_DROP_QUEUE_TIME), |l| l.get_ref().time()),
+                            .map_or(defaults.frame_drop_queue_time, |l| l.get_ref().time()),
+                        ..defaults
                     },
                     encoder,
                     receiver: ReceiverConfig {
                         feedback_interval: f
                             .feedback_interval
                             .as_ref()
-                            .map(|d| *d.get_ref())
-                            .unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
+                            .map_or(ReceiverConfig::default().feedback_interval, |d| {
+                                *d.get_ref()
+                            }),
                         player,
                         recovery,
                     },

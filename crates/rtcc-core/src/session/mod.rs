@@ -20,6 +20,7 @@ mod tests {
     use crate::cc::{CcConfig, CongestionController, FixedConfig};
     use crate::feedback::{Nack, WireFeedback};
     use crate::media::encoder::{EtrModel, ParametricEncoder, ParametricEncoderConfig};
+    use crate::media::frame::FrameType;
     use crate::media::packetizer::Packetizer;
     use crate::media::player::{PacketMeta, PlayerConfig};
     use crate::recovery::{MediaSeq, RecoveryConfig};
@@ -31,6 +32,11 @@ mod tests {
         receiver: ReceiverSession,
         frames_complete: u64,
         max_delay: Duration,
+        /// (send time of its first packet, frame id) of each key frame sent.
+        key_frames_sent: Vec<(Instant, u64)>,
+        /// Arrival at the sender of each feedback report carrying a key-frame
+        /// request (PLI).
+        plis_delivered: Vec<Instant>,
     }
 
     /// Drives both sessions for `secs` over a `rate` bottleneck with one-way
@@ -113,6 +119,8 @@ mod tests {
         let mut fb_index = 0;
         let mut frames_complete = 0;
         let mut max_delay = Duration::ZERO;
+        let mut key_frames_sent = Vec::new();
+        let mut plis_delivered = Vec::new();
         let end = Instant::from_secs(secs);
         let mut t = Instant::ZERO;
         while t < end {
@@ -121,6 +129,9 @@ mod tests {
                 let start = link_free.max(t);
                 link_free = start + tx.packet.wire_size / rate;
                 let p = tx.packet;
+                if p.frame_type == FrameType::Key && p.index == 0 && tx.kind == PacketKind::Media {
+                    key_frames_sent.push((t, p.frame_id));
+                }
                 let meta = PacketMeta {
                     frame_id: p.frame_id,
                     frame_type: p.frame_type,
@@ -155,6 +166,9 @@ mod tests {
             }
             while to_tx.front().is_some_and(|x| x.0 <= t) {
                 let (_, fb) = to_tx.pop_front().unwrap();
+                if fb.key_frame_request {
+                    plis_delivered.push(t);
+                }
                 sender.handle_feedback(t, &fb);
             }
             while nacks.front().is_some_and(|x| x.0 <= t) {
@@ -174,6 +188,8 @@ mod tests {
             receiver,
             frames_complete,
             max_delay,
+            key_frames_sent,
+            plis_delivered,
         }
     }
 
@@ -237,39 +253,58 @@ mod tests {
     #[test]
     fn a_lost_packet_brings_a_key_frame_without_periodic_ones() {
         // WebRTC-style encoding (gop = 0): only frame 0 is a key frame. Losing one
-        // packet early freezes the picture until the receiver's key-frame request
-        // (carried with feedback) makes the encoder send a new key frame.
-        let r = run(
-            Bitrate::mbps(2),
-            Bitrate::kbps(800),
-            Duration::from_millis(30),
-            5,
-            &[],
-            &[40],
-            0,
-        );
-        assert!(
-            r.sender.stats().key_frames_requested >= 1,
+        // packet early breaks the receiver's decoding chain: it asks for a key
+        // frame (a PLI, carried with its feedback reports) until one arrives, the
+        // request reaches the sender one-way delay later, and the encoder's next
+        // frame is a key frame.
+        let owd = Duration::from_millis(30);
+        let r = run(Bitrate::mbps(2), Bitrate::kbps(800), owd, 5, &[], &[40], 0);
+        assert!(!r.receiver.needs_key_frame(), "still frozen at the end");
+        let p = r.receiver.player().stats();
+        assert!(p.frames_dropped >= 1, "{p:?}");
+        // Frames after the recovery key frame are displayed again: most of the 5 s plays.
+        assert!(p.frames_displayed > 120, "{p:?}");
+        // The receiver asked, the sender heard it and made one key frame.
+        let first_pli = *r.plis_delivered.first().expect("no PLI reached the sender");
+        assert_eq!(
+            r.sender.stats().key_frames_requested,
+            1,
             "{:?}",
             r.sender.stats()
         );
-        assert!(r.receiver.stats().key_frame_requests >= 1);
-        assert!(!r.receiver.needs_key_frame(), "still frozen at the end");
-        let p = r.receiver.player().stats();
-        // Frames after the recovery key frame are displayed again: most of the 5 s plays.
-        assert!(p.frames_displayed > 120, "{p:?}");
-        assert!(p.frames_dropped >= 1, "{p:?}");
-        // And without the loss nothing is requested.
-        let clean = run(
-            Bitrate::mbps(2),
-            Bitrate::kbps(800),
-            Duration::from_millis(30),
-            5,
-            &[],
-            &[],
-            0,
+        assert_eq!(r.key_frames_sent.len(), 2, "{:?}", r.key_frames_sent);
+        assert_eq!(r.key_frames_sent[0].1, 0);
+        let (sent, _) = r.key_frames_sent[1];
+        // The key frame is the next frame captured after the request arrived
+        // (30 fps: within one frame interval, plus pacing behind the queue).
+        assert!(
+            sent >= first_pli && sent <= first_pli + Duration::from_millis(50),
+            "PLI at {first_pli}, key frame sent at {sent}"
         );
+        // The receiver kept asking until the key frame arrived (reports every
+        // 50 ms, the key frame a round trip and a frame later): the repeats
+        // within KEY_FRAME_REQUEST_INTERVAL of the first were served by it.
+        assert!(
+            r.receiver.stats().key_frame_requests >= 2,
+            "{:?}",
+            r.receiver.stats()
+        );
+        assert!(r
+            .plis_delivered
+            .iter()
+            .all(|&t| t - first_pli < Duration::from_millis(300)));
+
+        // And without the loss nothing is requested: frame 0 is the only key frame.
+        let clean = run(Bitrate::mbps(2), Bitrate::kbps(800), owd, 5, &[], &[], 0);
         assert_eq!(clean.sender.stats().key_frames_requested, 0);
+        assert_eq!(clean.receiver.stats().key_frame_requests, 0);
+        assert_eq!(
+            clean.key_frames_sent.len(),
+            1,
+            "{:?}",
+            clean.key_frames_sent
+        );
+        assert_eq!(clean.key_frames_sent[0].1, 0);
     }
 
     #[test]

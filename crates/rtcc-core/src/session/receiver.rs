@@ -5,7 +5,7 @@
 //! `poll_feedback` (send what it fills), `poll_nack` (likewise, with loss
 //! recovery on), `poll_frame` (drain finished frames) and `poll_timeout`.
 
-use crate::feedback::{FeedbackBuilder, Nack, WireFeedback};
+use crate::feedback::{FeedbackBuilder, Nack, WireFeedback, DEFAULT_FEEDBACK_INTERVAL};
 use crate::media::frame::FrameType;
 use crate::media::player::{FrameRecord, PacketMeta, Player, PlayerConfig};
 use crate::packet::SeqNo;
@@ -22,6 +22,19 @@ pub struct ReceiverConfig {
     pub player: PlayerConfig,
     /// Loss recovery; the same scheme as the sender's (default none).
     pub recovery: RecoveryConfig,
+}
+
+impl Default for ReceiverConfig {
+    /// Feedback every [`DEFAULT_FEEDBACK_INTERVAL`], the default player, no
+    /// loss recovery: what a scenario flow gets when it sets none of them,
+    /// in the simulator and in the real transport.
+    fn default() -> Self {
+        ReceiverConfig {
+            feedback_interval: DEFAULT_FEEDBACK_INTERVAL,
+            player: PlayerConfig::default(),
+            recovery: RecoveryConfig::None,
+        }
+    }
 }
 
 /// Counters of a receiver session.

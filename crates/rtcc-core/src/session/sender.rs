@@ -45,8 +45,11 @@ const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 
 /// Key-frame requests closer together than this are served by one key frame:
 /// the receiver repeats its request in every report until a key frame arrives,
-/// and a key frame takes about a round trip to show up (our choice; RFC 4585
-/// §3.5 leaves the rate of such requests to the application).
+/// and a key frame takes about a round trip to show up. 300 ms is libwebrtc's
+/// sender-side limit (`kMinKeyframeSendIntervalMs` in
+/// `video/encoder_rtcp_feedback.cc`: an intra request within 300 ms of the
+/// last one served is ignored); RFC 4585 §3.5 leaves the rate of such
+/// requests to the application.
 const KEY_FRAME_REQUEST_INTERVAL: Duration = Duration::from_millis(300);
 
 /// Bytes an RFC 4588 retransmission adds to the original packet: the 2-byte
@@ -99,6 +102,24 @@ pub struct SenderConfig {
     /// stay consecutive, which a real encoded bitstream (whose payload is
     /// looked up by the encoder's frame id) does not allow.
     pub frame_drop_queue_time: Option<Duration>,
+}
+
+impl SenderConfig {
+    /// The library's sender defaults around the controller `cc`: the default
+    /// packetizer, [`FeedbackTimeout::default`], no loss recovery, the pacer
+    /// queue-time limit [`DEFAULT_QUEUE_TIME_LIMIT`] and frame dropping above
+    /// [`DEFAULT_FRAME_DROP_QUEUE_TIME`]. A scenario flow with only `cc` set
+    /// gets exactly this, in the simulator and in the real transport.
+    pub fn with_cc(cc: CcConfig) -> Self {
+        SenderConfig {
+            cc,
+            packetizer: Packetizer::default(),
+            feedback_timeout: Some(FeedbackTimeout::default()),
+            recovery: RecoveryConfig::None,
+            queue_time_limit: Some(DEFAULT_QUEUE_TIME_LIMIT),
+            frame_drop_queue_time: Some(DEFAULT_FRAME_DROP_QUEUE_TIME),
+        }
+    }
 }
 
 /// The sender's reaction to a receiver that stopped sending feedback, in the
