@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Run an AutoRec scenario of ``scenarios/papers/autorec/`` under several
-settings and seeds, and print the ``live`` metrics side by side.
+"""Run an AutoRec scenario under several settings and seeds; print its metrics.
 
-Used to investigate the AutoRec results (docs/algorithms/autorec.md,
+The scenario is a file of ``scenarios/papers/autorec/``; the metrics are the
+flow's ``live`` object, side by side. Used to investigate the AutoRec results
+(docs/algorithms/autorec.md,
 "Interpretations"): e.g. why AutoRec_HC misses more deadlines than RTX under
-Gilbert–Elliott bursts, and whether spacing off-mode replicas helps.
+Gilbert-Elliott bursts, and whether spacing off-mode replicas helps.
 
 Usage::
 
@@ -43,10 +44,7 @@ def _assign(scenario: dict[str, Any], key: str, value: object) -> None:
     parts: list[str | int] = [int(p) if p.isdigit() else p for p in key.split(".")]
     node: Any = scenario
     for part in parts[:-1]:
-        if isinstance(part, int):
-            node = node[part]
-        else:
-            node = node.setdefault(part, {})
+        node = node[part] if isinstance(part, int) else node.setdefault(part, {})
     node[parts[-1]] = value
 
 
@@ -59,6 +57,7 @@ def _settings(text: str) -> list[tuple[str, object]]:
 
 
 def main() -> None:
+    """Parse the arguments, run every variant on every seed, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("scenario", help="file under scenarios/papers/autorec/")
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every variant")

@@ -757,7 +757,13 @@ mod tests {
         };
         assert_eq!(s.config, AutoRecConfig::rtc_high_cost());
         assert!(s.opportunistic);
+        assert!(!s.off_mode_spacing, "the paper's letter by default");
         assert_eq!(s.fixed_level, None);
+        let RecoveryScheme::AutoRec(s) = scheme("autorec", "off_mode_spacing = true").unwrap()
+        else {
+            panic!("autorec")
+        };
+        assert!(s.off_mode_spacing);
         let RecoveryScheme::AutoRec(s) = scheme(
             "autorec",
             "preset = \"deployment\"\nalpha = \"50ms\"\nbeta = 0.1\ngamma = 0.4\nmax_level = 6\n\

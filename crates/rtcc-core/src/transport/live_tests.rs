@@ -287,7 +287,12 @@ fn exactly_once_under_loss_for_every_scheme_and_controller() {
     // the high-cost preset (α = 0, β = γ = 50 %): with the default β = 30 %,
     // K_β = ⌊0.3/0.5⌋ = 0 at 50 % loss and the run would be plain ARQ; at
     // β = 50 % K_β = 1, so reinjection is exercised at every loss rate.
-    for (loss, ack_loss, seed) in [(0.05, 0.0, 3u64), (0.2, 0.0, 4), (0.5, 0.0, 5), (0.5, 0.2, 6)] {
+    for (loss, ack_loss, seed) in [
+        (0.05, 0.0, 3u64),
+        (0.2, 0.0, 4),
+        (0.5, 0.0, 5),
+        (0.5, 0.2, 6),
+    ] {
         for cc in ["bbr", "copa", "cubic"] {
             for recovery in [
                 RecoveryScheme::Rtx,
