@@ -554,6 +554,48 @@ fn only_the_newest_copy_triggers_a_retransmission() {
 }
 
 #[test]
+fn off_mode_spacing_spaces_a_datums_replicas_by_t_thres() {
+    // Interpretation 11 (docs/algorithms/autorec.md): off-mode replicas of
+    // one datum leave back to back by default, T_thres apart with spacing.
+    let sender = |off_mode_spacing: bool| {
+        let mut config = AutoRecConfig::default();
+        // One-RTT intervals: the decision at the first ACK (50 ms) measures
+        // T_unit = 50 ms (pn 0 sent at 0, declared lost at 50), so with
+        // K = 3, T_thres = 50/(3 + 1) = 12.5 ms (eq. 5).
+        config.decision_interval_rtts = 1;
+        let settings = AutoRecSettings {
+            config,
+            opportunistic: false,
+            fixed_level: Some(3),
+            off_mode_spacing,
+        };
+        let mut s = hand_sender(RecoveryScheme::AutoRec(settings));
+        s.on_frame(at(0), &frame(0, 4, at(0)));
+        assert_eq!(drain(&mut s, at(0)).len(), 4); // pn 0..=3
+        s.on_ack(at(50), &ack(&[(1, 3)])).expect("valid"); // pn 0 lost
+        s
+    };
+    let kinds = |d: &[Datagram]| d.iter().map(|d| data_of(d).1).collect::<Vec<_>>();
+    let (rt, re) = (CopyKind::Retransmission, CopyKind::Reinjection);
+    // Paper's letter: the retransmission and all K replicas at once.
+    let mut s = sender(false);
+    assert_eq!(kinds(&drain(&mut s, at(50))), vec![rt, re, re, re]);
+    // Spaced: one replica each time the datum's silence exceeds 12.5 ms.
+    let mut s = sender(true);
+    assert_eq!(kinds(&drain(&mut s, at(50))), vec![rt]);
+    assert!(drain(&mut s, at(56)).is_empty(), "silence 6–11 ms");
+    assert_eq!(kinds(&drain(&mut s, at(62))), vec![re], "at 62.5 ms");
+    assert!(
+        drain(&mut s, at(68)).is_empty(),
+        "silence below 12.5 ms again"
+    );
+    assert_eq!(kinds(&drain(&mut s, at(74))), vec![re], "at 75 ms");
+    assert_eq!(kinds(&drain(&mut s, at(86))), vec![re], "at 87.5 ms");
+    assert!(drain(&mut s, at(100)).is_empty(), "K = 3 spent");
+    assert_eq!(s.stats().reinjections_off_mode, 3);
+}
+
+#[test]
 fn an_ack_of_any_copy_completes_the_datum() {
     let settings = AutoRecSettings {
         config: AutoRecConfig::default(),
