@@ -558,11 +558,13 @@ fn off_mode_spacing_spaces_a_datums_replicas_by_t_thres() {
     // Interpretation 11 (docs/algorithms/autorec.md): off-mode replicas of
     // one datum leave back to back by default, T_thres apart with spacing.
     let sender = |off_mode_spacing: bool| {
-        let mut config = AutoRecConfig::default();
         // One-RTT intervals: the decision at the first ACK (50 ms) measures
         // T_unit = 50 ms (pn 0 sent at 0, declared lost at 50), so with
         // K = 3, T_thres = 50/(3 + 1) = 12.5 ms (eq. 5).
-        config.decision_interval_rtts = 1;
+        let config = AutoRecConfig {
+            decision_interval_rtts: 1,
+            ..AutoRecConfig::default()
+        };
         let settings = AutoRecSettings {
             config,
             opportunistic: false,
