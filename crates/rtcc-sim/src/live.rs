@@ -101,6 +101,7 @@ pub(crate) fn recovery_scheme(
                 "min_resolved_packets",
                 "opportunistic",
                 "fixed_level",
+                "off_mode_spacing",
             ])
             .map_err(t)?;
             let presets = [
@@ -147,6 +148,9 @@ pub(crate) fn recovery_scheme(
             };
             if let Some(o) = k.flag("opportunistic").map_err(t)? {
                 s.opportunistic = o;
+            }
+            if let Some(o) = k.flag("off_mode_spacing").map_err(t)? {
+                s.off_mode_spacing = o;
             }
             if let Some(level) = k.count::<u32>("fixed_level").map_err(t)? {
                 if level > s.config.max_redundancy_level {
@@ -506,6 +510,9 @@ pub(crate) struct LiveOutcome {
     packets_duplicate: u64,
     fec_recovered: u64,
     delivered_all: bool,
+    /// The receiver's order-sensitive digest of what it delivered differs
+    /// from the digest of what the source created.
+    digest_mismatch: bool,
     /// The redundancy level pinned by `recovery_config.fixed_level`.
     fixed_level: Option<u32>,
 }
@@ -562,6 +569,7 @@ impl LiveOutcome {
             delivered_all: rs.data_delivered == s.created
                 && r.delivered() == s.created
                 && r.delivered_digest() == s.created_digest,
+            digest_mismatch: r.delivered_digest() != s.created_digest,
         }
     }
 
@@ -683,6 +691,11 @@ impl LiveOutcome {
         m.insert("packets_duplicate".into(), json!(self.packets_duplicate));
         m.insert("fec_recovered".into(), json!(self.fec_recovered));
         m.insert("delivered_all".into(), json!(self.delivered_all));
+        // A number, so that reports can check it: 0 = same data, same order.
+        m.insert(
+            "digest_mismatch".into(),
+            json!(u8::from(self.digest_mismatch)),
+        );
         // AutoRec §V-A eqs. 1–3 at the pinned level, evaluated at the
         // measured loss rate and T_unit: what the formula validation
         // (§VII-A, Fig. 13) compares with the measured values.
@@ -744,7 +757,13 @@ mod tests {
         };
         assert_eq!(s.config, AutoRecConfig::rtc_high_cost());
         assert!(s.opportunistic);
+        assert!(!s.off_mode_spacing, "the paper's letter by default");
         assert_eq!(s.fixed_level, None);
+        let RecoveryScheme::AutoRec(s) = scheme("autorec", "off_mode_spacing = true").unwrap()
+        else {
+            panic!("autorec")
+        };
+        assert!(s.off_mode_spacing);
         let RecoveryScheme::AutoRec(s) = scheme(
             "autorec",
             "preset = \"deployment\"\nalpha = \"50ms\"\nbeta = 0.1\ngamma = 0.4\nmax_level = 6\n\

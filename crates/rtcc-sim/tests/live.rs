@@ -75,6 +75,10 @@ fn every_datum_is_delivered_exactly_once_up_to_50_percent_loss() {
     // The reliability requirement: after the source stops and the
     // stream drains, every chunk the source created has been delivered once,
     // in order (same digest), for each scheme, including at 50 % loss.
+    // AutoRec runs the high-cost preset (β = γ = 50 %): with the default
+    // β = 30 %, K_β = ⌊0.3/0.5⌋ = 0 at 50 % loss and AutoRec would be plain
+    // ARQ; at β = 50 %, K_β = 1 and replicas must be sent and dropped as
+    // duplicates. (ACK-path loss is exercised in rtcc-core's live_tests.)
     for (loss, duration) in [(0.05, "20s"), (0.5, "300s")] {
         for recovery in ["rtx", "autorec", "fec"] {
             let tb = Testbed {
@@ -85,7 +89,11 @@ fn every_datum_is_delivered_exactly_once_up_to_50_percent_loss() {
                 recovery,
                 stop: "3s",
                 duration,
-                extra: "",
+                extra: if recovery == "autorec" {
+                    "recovery_config = { preset = \"rtc-hc\" }"
+                } else {
+                    ""
+                },
             };
             let f = tb.run(11);
             let l = &f["live"];
@@ -109,6 +117,13 @@ fn every_datum_is_delivered_exactly_once_up_to_50_percent_loss() {
             assert_eq!(l["delivered_all"], true, "{what}");
             if recovery == "fec" {
                 assert!(num(l, "fec_recovered") > 0.0, "FEC rebuilt packets: {what}");
+            }
+            let replicas = int(&l["packets_sent"], "reinjection");
+            if recovery == "autorec" {
+                assert!(replicas > 0, "AutoRec sent replicas: {what}");
+                assert!(int(l, "data_duplicate") > 0, "replicas arrived: {what}");
+            } else {
+                assert_eq!(replicas, 0, "{what}");
             }
         }
     }

@@ -93,6 +93,12 @@ pub struct AutoRecSettings {
     /// the Redundancy Adapter so that the redundancy level remains a fixed
     /// preset value"). The adapter still measures `R` and `T_unit`.
     pub fixed_level: Option<u32>,
+    /// Space off-mode replicas: in off-mode too, a datum is reinjected only
+    /// once its silence exceeds `T_thres` (eq. 5). The paper's off-mode
+    /// reinjects the oldest allowed datum whenever the sender is idle, so a
+    /// lone datum's replicas leave back to back (docs/algorithms/autorec.md,
+    /// Interpretation 11).
+    pub off_mode_spacing: bool,
 }
 
 impl Default for AutoRecSettings {
@@ -101,6 +107,7 @@ impl Default for AutoRecSettings {
             config: AutoRecConfig::default(),
             opportunistic: true,
             fixed_level: None,
+            off_mode_spacing: false,
         }
     }
 }
@@ -306,6 +313,7 @@ struct AutoRecState {
     adapter: RedundancyAdapter,
     queue: ReinjectionQueue,
     opportunistic: bool,
+    off_mode_spacing: bool,
     fixed_level: Option<u32>,
     /// `T_thres` in force (eq. 5), `None` while nothing is to be reinjected.
     t_thres: Option<Duration>,
@@ -363,6 +371,7 @@ impl TransportSender {
                     adapter: RedundancyAdapter::new(now, s.config.clone())?,
                     queue: ReinjectionQueue::new(),
                     opportunistic: s.opportunistic,
+                    off_mode_spacing: s.off_mode_spacing,
                     fixed_level: s.fixed_level,
                     t_thres: None,
                     last_report: None,
@@ -668,9 +677,14 @@ impl TransportSender {
         if !off_mode || self.reinjection_candidate(now, true).is_some() {
             consider(Some(self.pacer.next_send_time(now)));
         }
-        // On-mode, nothing sent meanwhile: wake when a datum's silence
-        // exceeds T_thres (and the pacer allows).
-        if let Some(t) = self.opportunistic_deadline() {
+        // On-mode (or off-mode with spacing), nothing sent meanwhile: wake
+        // when a datum's silence exceeds T_thres (and the pacer allows).
+        let spaced = if off_mode {
+            self.off_mode_spacing_deadline()
+        } else {
+            self.opportunistic_deadline()
+        };
+        if let Some(t) = spaced {
             consider(Some(t.max(self.pacer.next_send_time(now))));
         }
         next
@@ -709,7 +723,15 @@ impl TransportSender {
     fn reinjection_candidate(&self, now: Instant, off_mode: bool) -> Option<()> {
         let a = self.autorec.as_ref()?;
         if off_mode {
-            a.queue.has_off_mode_candidate().then_some(())
+            if a.off_mode_spacing {
+                let t = a.t_thres?;
+                a.queue
+                    .opportunistic_deadline(t)
+                    .filter(|&d| d <= now)
+                    .map(|_| ())
+            } else {
+                a.queue.has_off_mode_candidate().then_some(())
+            }
         } else {
             let t = a.t_thres.filter(|_| a.opportunistic)?;
             a.queue
@@ -725,11 +747,21 @@ impl TransportSender {
         a.queue.opportunistic_deadline(t)
     }
 
+    /// With off-mode spacing: when the oldest allowed datum's silence will
+    /// exceed `T_thres`.
+    fn off_mode_spacing_deadline(&self) -> Option<Instant> {
+        let a = self.autorec.as_ref()?;
+        let t = a.t_thres.filter(|_| a.off_mode_spacing)?;
+        a.queue.opportunistic_deadline(t)
+    }
+
     /// Take the datum AutoRec reinjects now, if any.
     fn reinject(&mut self, now: Instant, off_mode: bool) -> Option<DataId> {
         loop {
             let a = self.autorec.as_mut()?;
-            let r = if off_mode {
+            let r = if off_mode && a.off_mode_spacing {
+                a.queue.next_for_off_mode_spaced(now, a.t_thres?)?
+            } else if off_mode {
                 a.queue.next_for_off_mode(now)?
             } else {
                 let t = a.t_thres.filter(|_| a.opportunistic)?;

@@ -231,6 +231,25 @@ impl ReinjectionQueue {
         Some(self.reinject(i, now))
     }
 
+    /// Off-mode reinjection with spacing (ours, docs/algorithms/autorec.md
+    /// Interpretation 11): as [`next_for_off_mode`](Self::next_for_off_mode),
+    /// but only if the datum has been silent for more than `min_silence`
+    /// (the transport passes `T_thres`, eq. 5), so that a datum's replicas
+    /// leave at least `T_thres` apart, as eq. 1 assumes, instead of back to
+    /// back. The least recently sent allowed datum is the only one to check.
+    pub fn next_for_off_mode_spaced(
+        &mut self,
+        now: Instant,
+        min_silence: Duration,
+    ) -> Option<Reinjection> {
+        let i = self.first_eligible()?;
+        if now.saturating_duration_since(self.entries[i].last_sent) <= min_silence {
+            return None;
+        }
+        self.stats.off_mode += 1;
+        Some(self.reinject(i, now))
+    }
+
     /// Opportunistic reinjection (§V-B, Fig. 11 t2): the least recently sent
     /// datum still allowed whose silence `now − T_stmp` exceeds `t_thres`
     /// (eq. 5), recorded as reinjected at `now`; `None` if there is none.

@@ -663,6 +663,40 @@ fn opportunistic_reinjection_waits_for_the_silence_to_exceed_t_thres() {
 }
 
 #[test]
+fn spaced_off_mode_reinjection_waits_t_thres_between_copies_of_a_datum() {
+    // Interpretation 11: without spacing a lone datum's K replicas leave back
+    // to back; with spacing each waits for a silence above T_thres.
+    let t_thres = ms(10);
+    let mut plain = queue(3);
+    plain.on_retransmitted(at(0), 1, Bytes::new(10));
+    assert!(plain.next_for_off_mode(at(1)).is_some());
+    assert!(plain.next_for_off_mode(at(1)).is_some());
+    let mut q = queue(3);
+    q.on_retransmitted(at(0), 1, Bytes::new(10));
+    assert_eq!(q.next_for_off_mode_spaced(at(1), t_thres), None);
+    assert_eq!(q.next_for_off_mode_spaced(at(10), t_thres), None);
+    let r = q
+        .next_for_off_mode_spaced(at(10) + Duration::from_nanos(1), t_thres)
+        .unwrap();
+    assert_eq!((r.data_id, r.ordinal), (1, 1));
+    // The next copy of the same datum waits another T_thres; a datum
+    // retransmitted meanwhile waits for its own silence.
+    q.on_retransmitted(at(15), 2, Bytes::new(10));
+    assert_eq!(q.next_for_off_mode_spaced(at(20), t_thres), None);
+    assert_eq!(
+        q.next_for_off_mode_spaced(at(21), t_thres).unwrap().data_id,
+        1
+    );
+    assert_eq!(q.next_for_off_mode_spaced(at(21), t_thres), None);
+    assert_eq!(
+        q.next_for_off_mode_spaced(at(26), t_thres).unwrap().data_id,
+        2
+    );
+    let st = q.stats();
+    assert_eq!((st.off_mode, st.opportunistic), (3, 0));
+}
+
+#[test]
 fn opportunistic_skips_exhausted_data_and_checks_the_oldest_allowed() {
     let mut q = queue(1);
     q.on_retransmitted(at(0), 1, Bytes::new(10));
