@@ -57,7 +57,7 @@ pub mod time;
 pub mod transport;
 pub mod units;
 
-pub use cc::{CcConfig, CongestionController, Controller, Estimate, SendBudget};
+pub use cc::{CcConfig, CongestionController, Controller, Estimate, SendBudget, TraceSink};
 pub use media::frame::{FrameInfo, FrameType};
 pub use packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 pub use time::{Duration, Instant};
