@@ -482,6 +482,8 @@ pub(crate) struct RecoveryOutcome {
 pub(crate) struct Sinks {
     pub(crate) timeseries: Option<Box<dyn Write>>,
     pub(crate) frames: Option<Box<dyn Write>>,
+    /// `cc_trace.csv`, when asked for (`[output] cc_trace`).
+    pub(crate) cc_trace: Option<Box<dyn Write>>,
 }
 
 pub(crate) struct World {
@@ -2316,9 +2318,13 @@ impl World {
         if let Some(e) = self.io_error.take() {
             return Err(e);
         }
-        for s in [&mut self.sinks.timeseries, &mut self.sinks.frames]
-            .into_iter()
-            .flatten()
+        for s in [
+            &mut self.sinks.timeseries,
+            &mut self.sinks.frames,
+            &mut self.sinks.cc_trace,
+        ]
+        .into_iter()
+        .flatten()
         {
             s.flush()?;
         }
@@ -2442,6 +2448,11 @@ impl World {
                 self.io_error = Some(e);
             }
         }
+        if let Some(w) = &mut self.sinks.cc_trace {
+            if let Err(e) = writeln!(w, "{}", output::CC_TRACE_HEADER) {
+                self.io_error = Some(e);
+            }
+        }
     }
 
     fn write_frames_header(&mut self) {
@@ -2531,6 +2542,11 @@ impl World {
                 SenderEp::Cbr(_) => (None, None, None, None, None),
                 SenderEp::Idle => (None, None, None, None, None),
             };
+            if let Some(w) = &mut self.sinks.cc_trace {
+                if let Err(e) = write_cc_trace(&mut **w, now, f) {
+                    self.io_error = Some(e);
+                }
+            }
             // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active;
             // the mean target and the time in each controller state over the
             // same samples.
@@ -2679,6 +2695,44 @@ fn live_payload(body: &ColdBody, size: Bytes) -> Option<(u64, Payload)> {
         ColdBody::LivePing { pn } => (pn, Payload::Ping),
         ColdBody::Media { .. } | ColdBody::MpMedia { .. } => return None,
     })
+}
+
+/// Writes the `cc_trace.csv` rows of flow `f` at `now`: its controller's
+/// state variables and its recovery scheme's (`CongestionController::trace`,
+/// `LossRecovery::trace`, `TransportSender::trace_recovery`); for a
+/// multipath flow, each path's controller as flow `flow/path`. TCP and CBR
+/// flows have no controller of the core and write nothing.
+fn write_cc_trace(w: &mut dyn Write, now: Instant, f: &Flow) -> std::io::Result<()> {
+    let mut rows = output::TraceRows {
+        out: w,
+        time: now,
+        flow: &f.name,
+        path: None,
+        error: None,
+    };
+    match &f.sender {
+        SenderEp::Media(s) => {
+            s.controller().trace(&mut rows);
+            s.recovery().trace(&mut rows);
+        }
+        SenderEp::Live(s) => {
+            s.transport.controller().trace(&mut rows);
+            s.transport.trace_recovery(&mut rows);
+        }
+        SenderEp::Multipath(s) => {
+            if let Some(mp) = &f.mp {
+                for (p, path) in mp.paths.iter().enumerate().take(s.path_count()) {
+                    rows.path = Some(&path.name);
+                    s.controller(p).trace(&mut rows);
+                }
+            }
+        }
+        SenderEp::Tcp(_) | SenderEp::Cbr(_) | SenderEp::Idle => {}
+    }
+    match rows.error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// What a multipath sender shows at a sample: the encoder target; the sums
