@@ -488,9 +488,10 @@ impl TransportSender {
     }
 
     /// Reports the recovery scheme's state to `sink`: ARQ's retransmissions;
-    /// for AutoRec (`papers/autorec.txt` §V) the redundancy level K in force,
-    /// the latest decision's K_α, K_β, K_γ (eq. 8–10), its interval's loss
-    /// rate R and T_unit, T_thres (eq. 5) and the replicas sent; for FEC the
+    /// for AutoRec (`papers/autorec.txt` §V) the redundancy level K in force
+    /// (eq. 4), the latest decision's K_α, K_β, K_γ (§V-A, from eqs. 1–3),
+    /// its interval's loss rate R and T_unit, T_thres (§V-B, eq. 5) and the
+    /// replicas sent; for FEC the
     /// smoothed loss rate it protects against, its protection factor and the
     /// repair packets sent. Values not known yet (before AutoRec's first
     /// decision) are left out. A pure query; it allocates nothing.
