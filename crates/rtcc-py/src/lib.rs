@@ -59,6 +59,10 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
     progress = None,
     cc_trace = false,
 ))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the keyword arguments of the Python function, one by one"
+)]
 fn run(
     py: Python<'_>,
     scenario_path: Option<PathBuf>,
