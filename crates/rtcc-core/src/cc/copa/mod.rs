@@ -5,7 +5,7 @@
 //! `λt = 1 / (δ · dq)` packets per second, where `dq = RTTstanding − RTTmin` is
 //! the measured queueing delay (§2.1, eq. 1–2):
 //!
-//! - `RTTstanding` is the smallest RTT of the last `srtt/2` ([`filter`]);
+//! - `RTTstanding` is the smallest RTT of the last `srtt/2` (`filter.rs`);
 //! - `RTTmin` the smallest RTT of the last 10 s;
 //! - on every ACK, with the current rate `λ = cwnd / RTTstanding`:
 //!   `cwnd ← cwnd + v/(δ·cwnd)` if `λ ≤ λt`, else `cwnd ← cwnd − v/(δ·cwnd)`
