@@ -311,9 +311,11 @@ def cc_trace_variables(results: Sequence[Result]) -> list[tuple[str, list[str]]]
         results: The runs; those without ``cc_trace.csv`` contribute nothing.
 
     Returns:
-        ``(flow, variables)`` in order of first appearance (flows, then each
-        flow's variables as its controller reports them); empty when no run
-        was traced.
+        ``(flow, variables)``: flows in order of first appearance; each
+        flow's variables in the order its controller reports them (that of
+        its fullest sample: a variable absent at first, an estimate before
+        its first measurement, does not fall to the end), then any others
+        in order of first appearance. Empty when no run was traced.
 
     """
     order: dict[str, list[str]] = {}
@@ -321,11 +323,15 @@ def cc_trace_variables(results: Sequence[Result]) -> list[tuple[str, list[str]]]
         trace = result.cc_trace
         if trace is None:
             continue
-        pairs = trace.select("flow", "variable").unique(maintain_order=True)
-        for flow, variable in pairs.iter_rows():
+        for (flow,), rows in trace.group_by("flow", maintain_order=True):
             variables = order.setdefault(str(flow), [])
-            if variable not in variables:
-                variables.append(str(variable))
+            sizes = rows.group_by("time_s", maintain_order=True).len()
+            fullest = sizes.row(sizes["len"].arg_max() or 0, named=True)["time_s"]
+            sample = rows.filter(pl.col("time_s") == fullest)["variable"].to_list()
+            everything = rows["variable"].unique(maintain_order=True).to_list()
+            for variable in [*sample, *everything]:
+                if variable not in variables:
+                    variables.append(str(variable))
     return list(order.items())
 
 

@@ -108,6 +108,18 @@ def test_report_draws_one_panel_per_flow_and_variable(
     results = [load_run(d) for d in traced_runs]
     variables = plot.cc_trace_variables(results)
     assert [flow for flow, _ in variables] == ["video", "camel"]
+    # A controller's variables keep its reporting order, even those that
+    # appear only after the first samples (Camel's gradient needs samples).
+    camel = dict(variables)["camel"]
+    assert camel[:7] == [
+        "bw_avg_kbps",
+        "frame_bw_kbps",
+        "d_min_ms",
+        "bdp_bytes",
+        "gamma",
+        "gradient",
+        "burst_length_bytes",
+    ]
     expected = [(flow, v) for flow, vs in variables for v in vs]
     assert ("camel", "gamma") in expected
     assert ("video", "usage") in expected
