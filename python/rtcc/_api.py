@@ -89,6 +89,22 @@ class Result:
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
+    @cached_property
+    def cc_trace(self) -> pl.DataFrame | None:
+        """``cc_trace.csv``: the controllers' state variables, or None when not traced.
+
+        Long format, one row per sample, flow and variable: time_s, flow,
+        variable, value. A path of a multipath flow is the flow ``flow/path``.
+        Written when the run asked for it (``run(..., cc_trace=True)``,
+        ``rtcc run --cc-trace`` or ``[output] cc_trace = true``); the
+        variables of each controller are listed in its design note
+        (docs/algorithms/<name>.md, "What it traces").
+        """
+        path = self.out_dir / "cc_trace.csv"
+        if not path.exists():
+            return None
+        return _read_csv(path, _CC_TRACE_SCHEMA)
+
     def __repr__(self) -> str:
         name = self.summary.get("scenario", "?")
         return f"<rtcc.Result scenario={name!r} seed={self.seed} out_dir={str(self.out_dir)!r}>"
@@ -100,6 +116,7 @@ def run(
     seed: int | None = None,
     out: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
+    cc_trace: bool = False,
 ) -> Result:
     """Simulate one scenario and return its results.
 
@@ -119,6 +136,9 @@ def run(
         progress: Called as ``progress(sim_time_s, duration_s)`` about once
             per simulated second. An exception it raises stops the run and
             propagates out of ``run``.
+        cc_trace: Also write ``cc_trace.csv`` (``Result.cc_trace``): each
+            controller's state variables at every sample, as if the
+            scenario said ``[output] cc_trace = true``.
 
     Returns:
         The run's :class:`Result`.
@@ -163,6 +183,7 @@ def run(
         out_dir=out_dir,
         seed=seed,
         progress=progress,
+        cc_trace=bool(cc_trace),
     )
     summary: dict[str, Any] = json.loads(summary_json)
     return Result(summary, out_dir, tmp=tmp)
@@ -211,6 +232,12 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "capacity_kbps": pl.Float64(),
     "packets_sent": pl.Int64(),
     "packets_lost": pl.Int64(),
+}
+_CC_TRACE_SCHEMA: dict[str, pl.DataType] = {
+    "time_s": pl.Float64(),
+    "flow": pl.String(),
+    "variable": pl.String(),
+    "value": pl.Float64(),
 }
 _FRAMES_SCHEMA: dict[str, pl.DataType] = {
     "flow": pl.String(),

@@ -18,11 +18,13 @@ def run(
     out_dir: str | PathLike[str] | None = None,
     seed: int | None = None,
     progress: Callable[[float, float], object] | None = None,
+    cc_trace: bool = False,
 ) -> str:
     """Run one scenario with the GIL released and return its summary as JSON.
 
     Exactly one of `scenario_path` and `toml_text` must be given; `origin`
-    names `toml_text` in error messages. `progress(sim_time_s, duration_s)`
+    names `toml_text` in error messages. `cc_trace` writes `cc_trace.csv` to
+    `out_dir` whatever the scenario's `[output] cc_trace` says. `progress(sim_time_s, duration_s)`
     is called about once per simulated second; an exception it raises stops
     the run and propagates.
     """

@@ -76,6 +76,12 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="override the scenario's seed (0 <= N < 2**64)",
     )
+    run.add_argument(
+        "--cc-trace",
+        action="store_true",
+        help="also write cc_trace.csv: each controller's state variables at every sample "
+        "(as [output] cc_trace = true; `rtcc report` plots them)",
+    )
     run.set_defaults(func=_cmd_run)
     _add_sweep_command(commands)
     _add_net_commands(commands)
@@ -390,7 +396,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 simulated=f"{sim_time_s:.0f} / {duration_s:.0f} s simulated",
             )
 
-        result = rtcc.run(scenario, seed=args.seed, out=out, progress=on_progress)
+        result = rtcc.run(
+            scenario, seed=args.seed, out=out, progress=on_progress, cc_trace=args.cc_trace
+        )
 
     out_console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_summary(out_console, result.summary)

@@ -15,6 +15,11 @@ matplotlib (Agg backend, no display needed) for papers::
 
 Several runs share one figure per kind: one column per run with the same
 axes, so they compare by eye.
+
+Runs that wrote ``cc_trace.csv`` (``rtcc run --cc-trace``) also get the
+controllers' internals: per flow, one panel per state variable over time
+(:func:`cc_trace_variables`, :func:`cc_trace_panels`; ``cc_trace-<flow>``
+figures in :func:`save_figures`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ __all__ = [
     "FIGURE_KINDS",
     "Panel",
     "Trace",
+    "cc_trace_figure",
+    "cc_trace_panels",
+    "cc_trace_variables",
     "figure",
     "flow_colors",
     "panel",
@@ -47,6 +55,10 @@ __all__ = [
 ]
 
 FigureKind = Literal["rate", "delay", "delay_cdf", "queue", "loss", "frame_loss"]
+
+PanelKind = FigureKind | Literal["cc_trace"]
+"""A figure kind, or ``"cc_trace"``: one controller state variable of one
+flow over time (one panel per flow and variable, not in :data:`FIGURE_KINDS`)."""
 
 FIGURE_KINDS: tuple[FigureKind, ...] = (
     "rate",
@@ -118,7 +130,7 @@ class Panel:
     """One figure kind for one run: axes labels, traces and an optional note.
 
     Attributes:
-        kind: One of :data:`FIGURE_KINDS`.
+        kind: One of :data:`FIGURE_KINDS`, or ``"cc_trace"``.
         title: Panel title.
         x_label: Label of the x axis.
         y_label: Label of the left y axis.
@@ -132,7 +144,7 @@ class Panel:
 
     """
 
-    kind: FigureKind
+    kind: PanelKind
     title: str
     x_label: str
     y_label: str
@@ -276,14 +288,154 @@ def save_figures(results: Sequence[Result], out_dir: str | os.PathLike[str]) -> 
     # Identical runs give identical SVG files: no date, and element ids from a
     # fixed salt instead of a random one.
     with mpl.rc_context({"svg.hashsalt": "rtcc"}):
-        for kind in FIGURE_KINDS:
-            fig = figure(kind, results)
+        figures: list[tuple[str, Figure]] = [(kind, figure(kind, results)) for kind in FIGURE_KINDS]
+        for flow, variables in cc_trace_variables(results):
+            name = f"cc_trace-{_file_safe(flow)}"
+            figures.append((name, cc_trace_figure(flow, variables, results)))
+        for name, fig in figures:
             for suffix in ("png", "svg"):
-                path = out / f"{kind}.{suffix}"
+                path = out / f"{name}.{suffix}"
                 metadata: dict[str, Any] = {"Date": None} if suffix == "svg" else {}
                 fig.savefig(path, dpi=200, metadata=metadata)
                 written.append(path)
     return written
+
+
+# --- controller internals (cc_trace.csv) -------------------------------------
+
+
+def cc_trace_variables(results: Sequence[Result]) -> list[tuple[str, list[str]]]:
+    """The traced flows and their variables over the runs' ``cc_trace.csv``.
+
+    Args:
+        results: The runs; those without ``cc_trace.csv`` contribute nothing.
+
+    Returns:
+        ``(flow, variables)``: flows in order of first appearance; each
+        flow's variables in the order its controller reports them (that of
+        its fullest sample: a variable absent at first, an estimate before
+        its first measurement, does not fall to the end), then any others
+        in order of first appearance. Empty when no run was traced.
+
+    """
+    order: dict[str, list[str]] = {}
+    for result in results:
+        trace = result.cc_trace
+        if trace is None:
+            continue
+        for (flow,), rows in trace.group_by("flow", maintain_order=True):
+            variables = order.setdefault(str(flow), [])
+            sizes = rows.group_by("time_s", maintain_order=True).len()
+            fullest = sizes.row(sizes["len"].arg_max() or 0, named=True)["time_s"]
+            sample = rows.filter(pl.col("time_s") == fullest)["variable"].to_list()
+            everything = rows["variable"].unique(maintain_order=True).to_list()
+            for variable in [*sample, *everything]:
+                if variable not in variables:
+                    variables.append(str(variable))
+    return list(order.items())
+
+
+def cc_trace_panels(flow: str, variable: str, results: Sequence[Result]) -> list[Panel]:
+    """One state variable of one flow over time, one panel per run, shared axes.
+
+    Args:
+        flow: The flow (``flow/path`` for one path of a multipath flow).
+        variable: The variable's name in ``cc_trace.csv``.
+        results: The runs, in display order.
+
+    Returns:
+        One panel per run; ``note`` says when a run did not trace it.
+
+    """
+    colors = flow_colors(results)
+    color = colors.get(flow) or colors.get(flow.split("/", 1)[0]) or _PALETTE[0]
+    computed: list[Panel] = []
+    for result in results:
+        trace = result.cc_trace
+        note: str | None = None
+        traces: list[Trace] = []
+        if trace is None:
+            note = "no cc_trace.csv (run with --cc-trace)"
+        else:
+            rows = trace.filter((pl.col("flow") == flow) & (pl.col("variable") == variable))
+            if rows.height == 0:
+                note = f"{variable} not traced for {flow}"
+            else:
+                traces.append(_trace(f"{flow} {variable}", rows, "time_s", "value", color))
+        computed.append(
+            Panel(
+                kind="cc_trace",
+                title=f"{flow}: {variable}",
+                x_label="time (s)",
+                y_label=variable,
+                traces=traces,
+                note=note,
+            )
+        )
+    end = max([_duration(r) for r in results] + [0.0])
+    x_range = (0.0, end if end > 0 else 1.0)
+    y_range = _value_range([t for p in computed for t in p.traces])
+    return [
+        Panel(
+            kind=p.kind,
+            title=p.title,
+            x_label=p.x_label,
+            y_label=p.y_label,
+            traces=p.traces,
+            note=p.note,
+            x_range=x_range,
+            y_range=y_range,
+        )
+        for p in computed
+    ]
+
+
+def cc_trace_figure(flow: str, variables: Sequence[str], results: Sequence[Result]) -> Figure:
+    """Draw one flow's traced variables with matplotlib: a row per variable, a column per run.
+
+    Args:
+        flow: The flow, as in ``cc_trace.csv``.
+        variables: Its variables, from :func:`cc_trace_variables`.
+        results: The runs, side by side.
+
+    Returns:
+        A matplotlib figure; save it with ``savefig``.
+
+    """
+    from matplotlib.figure import Figure
+
+    n, rows = len(results), max(len(variables), 1)
+    fig = Figure(figsize=(5.0 * n, 1.7 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, n, squeeze=False, sharex=True)
+    for r, variable in enumerate(variables):
+        for c, p in enumerate(cc_trace_panels(flow, variable, results)):
+            ax = axes[r][c]
+            _draw_matplotlib(ax, p, first_column=True, last_column=c == n - 1)
+            legend = ax.get_legend()
+            if legend is not None:
+                legend.remove()
+            if r != len(variables) - 1:
+                ax.set_xlabel("")
+            if r == 0:
+                ax.set_title(f"{flow}\n{run_label(results[c])}", fontsize=9)
+    return fig
+
+
+def _value_range(traces: list[Trace]) -> tuple[float, float] | None:
+    """A y range over the traces' values, which may be negative (codes, slopes)."""
+    values = [float(v) for t in traces for v in t.y if math.isfinite(v)]
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    if high <= low:
+        low, high = low - 0.5, high + 0.5
+    pad = 0.05 * (high - low)
+    return (low - pad, high + pad)
+
+
+def _file_safe(name: str) -> str:
+    """A flow name as part of a file name: path separators and oddities become ``_``."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
 # --- panels -----------------------------------------------------------------

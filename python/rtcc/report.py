@@ -4,7 +4,9 @@ The page (DESIGN.md §7) shows, for each run directory written by ``rtcc run``
 or ``rtcc recv --out`` (``summary.json``, ``timeseries.csv``, ``frames.csv``;
 DESIGN.md §4.2, docs/metrics.md): a per-flow summary table, target bitrate vs
 goodput over time, frame delay over time and its CDF, the bottleneck queue,
-per-flow packet loss and per-second frame loss (:data:`rtcc.plot.FIGURE_KINDS`).
+per-flow packet loss and per-second frame loss (:data:`rtcc.plot.FIGURE_KINDS`);
+and, for runs that wrote ``cc_trace.csv`` (``rtcc run --cc-trace``), the
+controllers' internals: per flow, one figure per state variable over time.
 
 It works offline: plotly.js is embedded once, inline, and every figure is a
 ``<div>`` drawn by it, so the page needs no network and no server.
@@ -28,12 +30,23 @@ from typing import Any
 import polars as pl
 
 from rtcc._api import Result
-from rtcc.plot import FIGURE_KINDS, Panel, Trace, panels, run_label, save_figures
+from rtcc.plot import (
+    FIGURE_KINDS,
+    Panel,
+    Trace,
+    cc_trace_panels,
+    cc_trace_variables,
+    panels,
+    run_label,
+    save_figures,
+)
 
 __all__ = ["ReportError", "load_run", "report"]
 
 # Height of one figure on the page (CSS pixels).
 _FIGURE_HEIGHT_PX = 380
+# Height of one controller-variable figure (cc_trace.csv): there are many.
+_TRACE_FIGURE_HEIGHT_PX = 260
 
 
 class ReportError(ValueError):
@@ -49,7 +62,8 @@ def load_run(directory: str | os.PathLike[str]) -> Result:
     The CSV files are read now, so a broken file is reported here.
 
     Args:
-        directory: Holds ``summary.json``, ``timeseries.csv`` and ``frames.csv``.
+        directory: Holds ``summary.json``, ``timeseries.csv`` and ``frames.csv``
+            (and ``cc_trace.csv`` if the run traced its controllers).
 
     Returns:
         The run as a :class:`rtcc.Result`.
@@ -83,6 +97,13 @@ def load_run(directory: str | os.PathLike[str]) -> Result:
             _ = result.timeseries if name == "timeseries.csv" else result.frames
         except (OSError, pl.exceptions.PolarsError) as e:
             raise ReportError(f"{path}: cannot be read: {type(e).__name__}: {e}") from e
+    # Optional: written by `rtcc run --cc-trace`.
+    trace_path = d / "cc_trace.csv"
+    if trace_path.exists():
+        try:
+            _ = result.cc_trace
+        except (OSError, pl.exceptions.PolarsError) as e:
+            raise ReportError(f"{trace_path}: cannot be read: {type(e).__name__}: {e}") from e
     return result
 
 
@@ -184,6 +205,25 @@ def render_html(results: Sequence[Result]) -> str:
             note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
             cells.append(fig_html + note)
         rows.append(_row(kind, kind_panels[0].title, columns, cells))
+    traced = [(flow, v) for flow, variables in cc_trace_variables(results) for v in variables]
+    for k, (flow, variable) in enumerate(traced):
+        cells = []
+        trace_panels = cc_trace_panels(flow, variable, results)
+        for i, p in enumerate(trace_panels):
+            fig_html = plotly.io.to_html(
+                _plotly_figure(p, title=labels[i]),
+                include_plotlyjs=False,
+                full_html=False,
+                div_id=f"fig-cc_trace-{k}-{i}",
+                default_height=f"{_TRACE_FIGURE_HEIGHT_PX}px",
+                default_width="100%",
+                config={"responsive": True, "displaylogo": False},
+                validate=False,
+            )
+            note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
+            cells.append(fig_html + note)
+        heading = f"Controller internals: {flow}: {variable}"
+        rows.append(_row(f"cc_trace-{k}", heading, columns, cells))
 
     return f"""<!DOCTYPE html>
 <html lang="en">

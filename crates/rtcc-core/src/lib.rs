@@ -21,7 +21,9 @@
 //!   `on_timeout` no later than that instant has been reached; calling it early
 //!   is harmless.
 //! - **Getters** (`target_bitrate`, `send_budget`, `estimate`, ...) are pure
-//!   queries and may be called at any time.
+//!   queries and may be called at any time. So is `trace(sink)`: a controller
+//!   or recovery scheme reports its own state variables, by name, to a
+//!   [`TraceSink`] (what `cc_trace.csv` is made of), without allocating.
 //!
 //! Units are types ([`Instant`], [`Duration`], [`Bitrate`], [`Bytes`]); there is
 //! no bare `f64` that means kbps in one place and bps in another.
@@ -40,8 +42,9 @@
 //! - [`multipath`]: the [`multipath::PathScheduler`] trait and the multipath packet schedulers.
 //! - [`session`]: the media sender and receiver sessions that tie it all together
 //!   (single-path and multipath).
-//! - [`transport`]: the QUIC-like reliable transport's RTT estimator, ACK frames and
-//!   RFC 9002 loss detection (the transport itself is not built yet).
+//! - [`transport`]: the QUIC-like reliable transport (sender and receiver, RTT
+//!   estimator, ACK frames, RFC 9002 loss detection) that live flows and
+//!   AutoRec run on.
 
 pub mod cc;
 pub mod estimate;
@@ -57,7 +60,7 @@ pub mod time;
 pub mod transport;
 pub mod units;
 
-pub use cc::{CcConfig, CongestionController, Controller, Estimate, SendBudget};
+pub use cc::{CcConfig, CongestionController, Controller, Estimate, SendBudget, TraceSink};
 pub use media::frame::{FrameInfo, FrameType};
 pub use packet::{FeedbackReport, PacketKind, PacketResult, SentPacket, SeqNo};
 pub use time::{Duration, Instant};

@@ -2,8 +2,8 @@
 //! `CongestionController` trait: random sequences of sends, feedback (with
 //! losses, reordering, duplicates and an arbitrary receiver clock), frames and
 //! time steps never panic, keep the target bitrate within the configured
-//! bounds, keep the pacing rate positive and bounded, and never ask for a
-//! timer in the past.
+//! bounds, keep the pacing rate positive and bounded, never ask for a
+//! timer in the past, and trace only declared, finite state variables.
 //!
 //! The list of controllers is `CcConfig::NAMES`, so a new controller is tested
 //! as soon as it is registered.
@@ -265,6 +265,16 @@ impl Driver {
                 "{name} after {after}: loss rate {p}"
             );
         }
+        let declared = self.cc.trace_variables();
+        let mut seen: Vec<&'static str> = Vec::new();
+        self.cc.trace(&mut |v: &'static str, x: f64| {
+            assert!(
+                declared.contains(&v) && !seen.contains(&v),
+                "{name} after {after}: trace reports \"{v}\" undeclared or twice"
+            );
+            assert!(x.is_finite(), "{name} after {after}: trace {v} = {x}");
+            seen.push(v);
+        });
     }
 }
 

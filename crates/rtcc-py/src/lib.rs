@@ -43,7 +43,9 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 ///
 /// Exactly one of `scenario_path` (a TOML file) and `toml_text` (TOML named
 /// `origin` in error messages) must be given. With `out_dir`, the run writes
-/// `summary.json`, `timeseries.csv` and `frames.csv` there. `seed` overrides
+/// `summary.json`, `timeseries.csv` and `frames.csv` there, and
+/// `cc_trace.csv` if `cc_trace` or the scenario's `[output] cc_trace` is
+/// true. `seed` overrides
 /// the scenario's seed. `progress(sim_time_s, duration_s)` is called about
 /// once per simulated second with the GIL held; everything else runs without
 /// it.
@@ -55,7 +57,12 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
     out_dir = None,
     seed = None,
     progress = None,
+    cc_trace = false,
 ))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the keyword arguments of the Python function, one by one"
+)]
 fn run(
     py: Python<'_>,
     scenario_path: Option<PathBuf>,
@@ -64,6 +71,7 @@ fn run(
     out_dir: Option<PathBuf>,
     seed: Option<u64>,
     progress: Option<Py<PyAny>>,
+    cc_trace: bool,
 ) -> PyResult<String> {
     let source = match (scenario_path, toml_text) {
         (Some(path), None) => Source::File(path),
@@ -85,6 +93,7 @@ fn run(
         seed,
         out_dir,
         progress_interval: PROGRESS_INTERVAL,
+        cc_trace,
         ..RunOptions::default()
     };
 

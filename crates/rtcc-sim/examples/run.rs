@@ -40,6 +40,8 @@ fn main() -> ExitCode {
         progress_interval: Duration::ZERO,
         // RTCC_NO_LOOKAHEAD=1 turns early delivery off (outputs must not change).
         lookahead: std::env::var_os("RTCC_NO_LOOKAHEAD").is_none(),
+        // RTCC_CC_TRACE=1 writes cc_trace.csv whatever the scenario says.
+        cc_trace: std::env::var_os("RTCC_CC_TRACE").is_some(),
     };
     match run(&scenario, &opts, &mut |_| {}) {
         Ok(report) => {

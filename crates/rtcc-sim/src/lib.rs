@@ -38,7 +38,8 @@ pub use world::{default_cc_config, media_setup, MediaSetup};
 pub struct RunOptions {
     /// Seed; `None` = the scenario's own.
     pub seed: Option<u64>,
-    /// Where to write `summary.json`, `timeseries.csv`, `frames.csv`; `None` = nowhere.
+    /// Where to write `summary.json`, `timeseries.csv`, `frames.csv` (and
+    /// `cc_trace.csv` when asked for); `None` = nowhere.
     pub out_dir: Option<PathBuf>,
     /// Simulated time between progress callbacks (zero = never).
     pub progress_interval: Duration,
@@ -46,6 +47,9 @@ pub struct RunOptions {
     /// (early delivery, see `World::hop`). It only saves events: outputs are
     /// the same either way, which a test checks by turning it off.
     pub lookahead: bool,
+    /// Write `cc_trace.csv` (with `out_dir`) even if the scenario's
+    /// `[output] cc_trace` is off.
+    pub cc_trace: bool,
 }
 
 impl Default for RunOptions {
@@ -55,6 +59,7 @@ impl Default for RunOptions {
             out_dir: None,
             progress_interval: Duration::from_secs(1),
             lookahead: true,
+            cc_trace: false,
         }
     }
 }
@@ -137,6 +142,7 @@ pub fn run_interruptible(
     let mut sinks = world::Sinks {
         timeseries: None,
         frames: None,
+        cc_trace: None,
     };
     if let Some(dir) = &opts.out_dir {
         std::fs::create_dir_all(dir).map_err(io(dir.clone()))?;
@@ -150,6 +156,13 @@ pub fn run_interruptible(
             1 << 16,
             File::create(&fr).map_err(io(fr.clone()))?,
         )));
+        if opts.cc_trace || scenario.output.cc_trace {
+            let tr = dir.join("cc_trace.csv");
+            sinks.cc_trace = Some(Box::new(BufWriter::with_capacity(
+                1 << 16,
+                File::create(&tr).map_err(io(tr.clone()))?,
+            )));
+        }
     }
     let mut world = world::World::build(scenario, seed, sinks)?;
     world.lookahead = opts.lookahead;

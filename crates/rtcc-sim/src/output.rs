@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 
 use rtcc_core::media::player::FrameRecord;
-use rtcc_core::{Bitrate, Bytes, Duration, Instant};
+use rtcc_core::{Bitrate, Bytes, Duration, Instant, TraceSink};
 use serde_json::{json, Map, Value};
 
 use crate::metrics::{jain_index, DelaySummary};
@@ -20,6 +20,83 @@ pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,tar
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
     "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped";
+
+/// Header line of `cc_trace.csv` (DESIGN §4): long format, one row per
+/// (sample, flow, state variable).
+pub const CC_TRACE_HEADER: &str = "time_s,flow,variable,value";
+
+/// A [`TraceSink`] that writes each variable reported to it as one
+/// `cc_trace.csv` row of `flow` (or `flow/path` for a path of a multipath
+/// flow) at `time`. The first write error is kept in `error` and ends the
+/// writing.
+pub struct TraceRows<'a> {
+    /// Where the rows go.
+    pub out: &'a mut dyn Write,
+    /// Sample time.
+    pub time: Instant,
+    /// Flow name.
+    pub flow: &'a str,
+    /// Path name, for one path's controller of a multipath flow.
+    pub path: Option<&'a str>,
+    /// The first write error.
+    pub error: Option<io::Error>,
+}
+
+impl TraceSink for TraceRows<'_> {
+    fn record(&mut self, variable: &'static str, value: f64) {
+        if self.error.is_some() {
+            return;
+        }
+        let r = match self.path {
+            Some(p) => writeln!(
+                self.out,
+                "{:.3},{}/{},{},{}",
+                self.time.as_secs_f64(),
+                self.flow,
+                p,
+                variable,
+                TraceValue(value)
+            ),
+            None => writeln!(
+                self.out,
+                "{:.3},{},{},{}",
+                self.time.as_secs_f64(),
+                self.flow,
+                variable,
+                TraceValue(value)
+            ),
+        };
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// A trace value as written: an integer without decimals (counts, codes,
+/// flags, bytes), anything else with 6 decimals, trailing zeros dropped, so
+/// that the file is stable and short.
+struct TraceValue(f64);
+
+impl std::fmt::Display for TraceValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        if x.fract() == 0.0 && x.abs() < 1e15 {
+            return write!(f, "{x:.0}");
+        }
+        // At most 6 decimals, without trailing zeros, written without
+        // allocating: the digits go to a stack buffer first.
+        let mut buf = [0u8; 64];
+        let mut cur = io::Cursor::new(&mut buf[..]);
+        if write!(cur, "{x:.6}").is_err() {
+            return write!(f, "{x}");
+        }
+        let n = cur.position() as usize;
+        let text = std::str::from_utf8(&buf[..n]).map_err(|_| std::fmt::Error)?;
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        // "-0.000000" trims to "-0".
+        f.write_str(if text == "-0" { "0" } else { text })
+    }
+}
 
 /// One row of `timeseries.csv`; `None` fields are left empty (not measured by
 /// this flow kind or this side of a real run).

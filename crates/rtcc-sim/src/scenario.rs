@@ -586,14 +586,18 @@ pub struct FlowSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputSpec {
-    /// Interval of `timeseries.csv` rows.
+    /// Interval of `timeseries.csv` rows (and of `cc_trace.csv` samples).
     pub sample_interval: Duration,
+    /// Write `cc_trace.csv`: every controller's (and recovery scheme's)
+    /// state variables at each sample (default off).
+    pub cc_trace: bool,
 }
 
 impl Default for OutputSpec {
     fn default() -> Self {
         OutputSpec {
             sample_interval: Duration::from_millis(100),
+            cc_trace: false,
         }
     }
 }

@@ -5,7 +5,8 @@
 //! is one event per hop (a link computes the delivery instant at ingress, see
 //! [`crate::link`]). Endpoints are sans-IO objects (rtcc-core sessions, the TCP
 //! sender/receiver) polled after every input; their timers are events that are
-//! ignored when stale.
+//! ignored when stale. What is sampled and written while the run goes on
+//! (`timeseries.csv`, `frames.csv`, `cc_trace.csv`) is in [`monitor`].
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -15,7 +16,7 @@ use rtcc_core::feedback::{Nack, WireFeedback};
 use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConfig};
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::{MediaPacket, Packetizer};
-use rtcc_core::media::player::{FrameRecord, PacketMeta, PlayerConfig};
+use rtcc_core::media::player::{PacketMeta, PlayerConfig};
 use rtcc_core::multipath::SchedulerConfig;
 use rtcc_core::recovery::fec::FecRepair;
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq, RecoveryConfig};
@@ -29,7 +30,7 @@ use rtcc_core::session::sender::{SenderConfig, SenderSession};
 use rtcc_core::transport::{
     wire, AckFrame, CopyKind, Datagram, Payload, TransportReceiver, TransportSender,
 };
-use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
+use rtcc_core::{Bitrate, Bytes, Duration, Instant, PacketKind};
 
 use crate::cc_config::cc_config;
 use crate::encoder::SimEncoder;
@@ -37,12 +38,13 @@ use crate::engine::{prefetch, prefetch_lines, EventQueue};
 use crate::link::{self, Link, LinkConfig, LinkOutcome, LossConfig, QueueLimit, RateModel};
 use crate::live::{self, LiveOutcome, LiveSender, LiveSetup};
 use crate::metrics::DelayHistogram;
-use crate::output;
 use crate::scenario::{
     EncoderSpec, FlowKind, FlowSpec, LinkSpec, LossModelKind, QueueSpec, ResolvedPath, Scenario,
     ScenarioError, TopologyKind, TraceFormatSpec,
 };
 use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender, TcpVariant};
+
+mod monitor;
 
 /// RNG element ids: links use `LINK_RNG + index`, flows `FLOW_RNG + index`.
 const LINK_RNG: u64 = 1 << 32;
@@ -205,16 +207,6 @@ enum ReceiverEp {
     Live(Box<TransportReceiver>),
     Cbr,
 }
-
-/// What a flow's sender shows at a sample: target, bandwidth estimate, cwnd,
-/// smoothed RTT and controller state (each where the flow kind has one).
-type SenderSample = (
-    Option<Bitrate>,
-    Option<Bitrate>,
-    Option<Bytes>,
-    Option<Duration>,
-    Option<&'static str>,
-);
 
 /// A media flow's parts: what the simulator builds its endpoints from, and
 /// what the real transport (rtcc-net) builds its sessions from, so that one
@@ -480,6 +472,8 @@ pub(crate) struct RecoveryOutcome {
 pub(crate) struct Sinks {
     pub(crate) timeseries: Option<Box<dyn Write>>,
     pub(crate) frames: Option<Box<dyn Write>>,
+    /// `cc_trace.csv`, when asked for (`[output] cc_trace`).
+    pub(crate) cc_trace: Option<Box<dyn Write>>,
 }
 
 pub(crate) struct World {
@@ -2319,9 +2313,13 @@ impl World {
         if let Some(e) = self.io_error.take() {
             return Err(e);
         }
-        for s in [&mut self.sinks.timeseries, &mut self.sinks.frames]
-            .into_iter()
-            .flatten()
+        for s in [
+            &mut self.sinks.timeseries,
+            &mut self.sinks.frames,
+            &mut self.sinks.cc_trace,
+        ]
+        .into_iter()
+        .flatten()
         {
             s.flush()?;
         }
@@ -2436,186 +2434,6 @@ impl World {
         }
     }
 
-    // ------------------------------------------------------------------
-    // Outputs
-
-    fn write_timeseries_header(&mut self) {
-        if let Some(w) = &mut self.sinks.timeseries {
-            if let Err(e) = writeln!(w, "{}", output::TIMESERIES_HEADER) {
-                self.io_error = Some(e);
-            }
-        }
-    }
-
-    fn write_frames_header(&mut self) {
-        if let Some(w) = &mut self.sinks.frames {
-            if let Err(e) = writeln!(w, "{}", output::FRAMES_HEADER) {
-                self.io_error = Some(e);
-            }
-        }
-    }
-
-    fn write_frame(&mut self, fi: usize, rec: &FrameRecord) {
-        let Some(w) = &mut self.sinks.frames else {
-            return;
-        };
-        if let Err(e) = output::write_frame_row(w, &self.flows[fi].name, rec) {
-            self.io_error = Some(e);
-        }
-    }
-
-    fn sample(&mut self) {
-        let now = self.now;
-        let from = self.last_sample;
-        self.last_sample = now;
-        let interval = now - from;
-        for fi in 0..self.flows.len() {
-            let f = &self.flows[fi];
-            if now <= f.start {
-                continue;
-            }
-            let (capacity, backlog, queue_delay) = if f.mp.is_some() {
-                self.mp_bottlenecks(fi, from, now)
-            } else {
-                let bneck = f.bottleneck;
-                let capacity = self.links[bneck].mean_capacity(from, now);
-                let backlog = self.links[bneck].backlog(now);
-                let rate_now = self.links[bneck].capacity_at(now);
-                let queue_delay = if rate_now.is_zero() {
-                    Duration::ZERO
-                } else {
-                    backlog / rate_now
-                };
-                (capacity, backlog, queue_delay)
-            };
-            let f = &mut self.flows[fi];
-            let rate = |b: u64| Bytes::new(b) / interval;
-            // The counters as they stood now: an endpoint an early delivery
-            // already moved past this sample left its values in `presample`.
-            let ps = std::mem::take(&mut f.presample);
-            let mut at_sample = f.counters.clone();
-            if ps.sender {
-                at_sample.bytes_sent = ps.bytes_sent;
-                at_sample.packets_sent = ps.packets_sent;
-            }
-            if ps.receiver {
-                at_sample.goodput_bytes = ps.goodput_bytes;
-            }
-            let send = rate(at_sample.bytes_sent - f.prev.bytes_sent);
-            let goodput = rate(at_sample.goodput_bytes - f.prev.goodput_bytes);
-            let packets_sent = at_sample.packets_sent - f.prev.packets_sent;
-            let packets_lost = at_sample.packets_dropped - f.prev.packets_dropped;
-            f.prev = at_sample;
-            let (target, est, cwnd, srtt, state): SenderSample = match &mut f.sender {
-                SenderEp::Tcp(_) if ps.sender => (None, None, ps.cwnd, ps.srtt, None),
-                SenderEp::Media(s) => {
-                    let cc = s.controller();
-                    let e = cc.estimate();
-                    (
-                        Some(cc.target_bitrate()),
-                        e.bandwidth,
-                        cc.send_budget().cwnd,
-                        e.rtt,
-                        Some(e.state),
-                    )
-                }
-                SenderEp::Tcp(s) => (None, None, Some(s.cwnd()), s.srtt(), None),
-                SenderEp::Multipath(s) => multipath_sample(s),
-                SenderEp::Live(s) => {
-                    s.sample();
-                    let t = &s.transport;
-                    let cc = t.controller();
-                    let e = cc.estimate();
-                    (
-                        Some(cc.target_bitrate()),
-                        e.bandwidth,
-                        cc.send_budget().cwnd,
-                        t.srtt(),
-                        Some(e.state),
-                    )
-                }
-                SenderEp::Cbr(_) => (None, None, None, None, None),
-                SenderEp::Idle => (None, None, None, None, None),
-            };
-            // Bandwidth-estimate accuracy (DESIGN §6), media flows, while active;
-            // the mean target and the time in each controller state over the
-            // same samples.
-            if let (Some(t), true) = (target, now <= f.stop) {
-                if !capacity.is_zero() {
-                    let c = capacity.as_bps_f64();
-                    f.accuracy_sum += 1.0 - (t.as_bps_f64() - c).abs() / c;
-                    f.accuracy_n += 1;
-                    f.target_sum += t.as_bps_f64();
-                    if let Some(st) = state {
-                        match f.states.iter_mut().find(|(n, _)| *n == st) {
-                            Some((_, k)) => *k += 1,
-                            None => f.states.push((st, 1)),
-                        }
-                    }
-                }
-            }
-            let Some(w) = &mut self.sinks.timeseries else {
-                continue;
-            };
-            let r = output::write_timeseries_row(
-                w,
-                &output::TimeseriesRow {
-                    time: now,
-                    flow: &f.name,
-                    send_rate: Some(send),
-                    goodput: Some(goodput),
-                    target,
-                    estimate: est,
-                    cwnd,
-                    srtt,
-                    queue: Some(backlog),
-                    queue_delay: Some(queue_delay),
-                    // A rate model without a finite mean (an unlimited link) has no
-                    // capacity to show.
-                    capacity: (capacity < Bitrate::MAX).then_some(capacity),
-                    packets_sent: Some(packets_sent),
-                    packets_lost: Some(packets_lost),
-                },
-            );
-            if let Err(e) = r {
-                self.io_error = Some(e);
-            }
-        }
-    }
-
-    /// A multipath flow's bottlenecks at a sample: the capacity over
-    /// `[from, now]` summed over its paths' distinct bottleneck links, their
-    /// backlogs summed, and the largest of their queueing delays.
-    fn mp_bottlenecks(
-        &mut self,
-        fi: usize,
-        from: Instant,
-        now: Instant,
-    ) -> (Bitrate, Bytes, Duration) {
-        let mut capacity = Bitrate::ZERO;
-        let mut backlog = Bytes::ZERO;
-        let mut delay = Duration::ZERO;
-        let Some(mp) = &self.flows[fi].mp else {
-            return (capacity, backlog, delay);
-        };
-        for (k, p) in mp.paths.iter().enumerate() {
-            let l = p.bottleneck;
-            // A bottleneck shared by two paths counts once.
-            if mp.paths[..k].iter().any(|q| q.bottleneck == l) {
-                continue;
-            }
-            let link = &mut self.links[l];
-            capacity = capacity + link.mean_capacity(from, now);
-            let b = link.backlog(now);
-            backlog += b;
-            let rate = link.capacity_at(now);
-            if !rate.is_zero() {
-                delay = delay.max(b / rate);
-            }
-        }
-        (capacity, backlog, delay)
-    }
-
     /// Number of events processed.
     pub(crate) fn events(&self) -> u64 {
         self.queue.processed()
@@ -2687,28 +2505,6 @@ fn live_payload(body: &ColdBody, size: Bytes) -> Option<(u64, Payload)> {
         ColdBody::LivePing { pn } => (pn, Payload::Ping),
         ColdBody::Media { .. } | ColdBody::MpMedia { .. } => return None,
     })
-}
-
-/// What a multipath sender shows at a sample: the encoder target; the sums
-/// over paths of the bandwidth estimates and windows (of the paths that have
-/// one); the largest smoothed RTT of its paths; no single controller state.
-fn multipath_sample(s: &MultipathSender<SimEncoder>) -> SenderSample {
-    let mut estimate: Option<Bitrate> = None;
-    let mut cwnd: Option<Bytes> = None;
-    let mut srtt: Option<Duration> = None;
-    for p in 0..s.path_count() {
-        let cc = s.controller(p);
-        if let Some(b) = cc.estimate().bandwidth {
-            estimate = Some(estimate.map_or(b, |e| e + b));
-        }
-        if let Some(w) = cc.send_budget().cwnd {
-            cwnd = Some(cwnd.map_or(w, |c| c + w));
-        }
-        if let Some(r) = s.srtt(p) {
-            srtt = Some(srtt.map_or(r, |x| x.max(r)));
-        }
-    }
-    (Some(s.target_bitrate()), estimate, cwnd, srtt, None)
 }
 
 /// The loss recovery of a media flow (`recovery` key, default none). NACK's

@@ -3,7 +3,7 @@
 //! It ignores all feedback: the target bitrate and pacing rate stay at the
 //! configured value for the whole run.
 
-use super::{CongestionController, Estimate, SendBudget};
+use super::{trace_kbps, CongestionController, Estimate, SendBudget, TraceSink};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::Instant;
 use crate::units::Bitrate;
@@ -43,6 +43,13 @@ impl Fixed {
 impl CongestionController for Fixed {
     fn name(&self) -> &'static str {
         "fixed"
+    }
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &["target_kbps", "pacing_kbps"]
+    }
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        sink.record("target_kbps", trace_kbps(self.config.bitrate));
+        sink.record("pacing_kbps", trace_kbps(self.send_budget().pacing_rate));
     }
     fn on_packet_sent(&mut self, _now: Instant, _pkt: &SentPacket) {}
     fn on_feedback(&mut self, _now: Instant, _report: &FeedbackReport) {}

@@ -103,6 +103,49 @@ pub struct Estimate {
     pub state: &'static str,
 }
 
+/// Where a controller reports its state variables
+/// ([`CongestionController::trace`]): one call per variable, with the
+/// variable's name and its current value.
+///
+/// Any `FnMut(&'static str, f64)` is a sink, so a caller writes
+/// `cc.trace(&mut |name, value| ...)`. A sink is called from a pure query,
+/// at whatever interval the caller samples; the controller allocates nothing
+/// to report.
+pub trait TraceSink {
+    /// `variable` has `value` now.
+    fn record(&mut self, variable: &'static str, value: f64);
+}
+
+impl<F: FnMut(&'static str, f64)> TraceSink for F {
+    fn record(&mut self, variable: &'static str, value: f64) {
+        self(variable, value)
+    }
+}
+
+/// Bits per second to the kbit/s of trace variables named `*_kbps`.
+pub(crate) fn trace_kbps(b: Bitrate) -> f64 {
+    b.as_kbps_f64()
+}
+
+/// A duration to the milliseconds of trace variables named `*_ms`.
+pub(crate) fn trace_ms(d: Duration) -> f64 {
+    d.as_millis_f64()
+}
+
+/// Bytes to the value of trace variables named `*_bytes`.
+pub(crate) fn trace_bytes(b: Bytes) -> f64 {
+    b.get() as f64
+}
+
+/// A flag to the 0/1 of a trace variable.
+pub(crate) fn trace_flag(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
 /// The congestion controller interface (DESIGN §3).
 ///
 /// Inputs are `on_*` methods, always with `now` first; `now` never goes
@@ -145,6 +188,21 @@ pub trait CongestionController {
     fn poll_probe(&mut self, _now: Instant) -> Option<ProbeRequest> {
         None
     }
+    /// Names of the state variables [`trace`](Self::trace) reports, in the
+    /// paper's vocabulary, each at most once per call (the design note
+    /// `docs/algorithms/<name>.md`, "What it traces", gives their meaning).
+    /// Conventions: a name ending in `_kbps`, `_ms` or `_bytes` carries that
+    /// unit; a flag is 0 or 1; a mode or state is a numeric code whose
+    /// mapping the design note lists. The default: none.
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Reports the controller's own state variables to `sink`: every name
+    /// is one of [`trace_variables`](Self::trace_variables) and every value
+    /// finite. A variable with no value yet (an estimate before its first
+    /// sample) is left out, not reported as zero. A pure query; it allocates
+    /// nothing. The default reports nothing.
+    fn trace(&self, _sink: &mut dyn TraceSink) {}
 }
 
 /// Configuration of a built-in controller; builds a [`Controller`].
@@ -327,5 +385,11 @@ impl CongestionController for Controller {
     }
     fn poll_probe(&mut self, now: Instant) -> Option<ProbeRequest> {
         dispatch!(self, c => c.poll_probe(now))
+    }
+    fn trace_variables(&self) -> &'static [&'static str] {
+        dispatch!(self, c => c.trace_variables())
+    }
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        dispatch!(self, c => c.trace(sink))
     }
 }

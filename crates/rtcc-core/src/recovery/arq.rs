@@ -40,6 +40,7 @@
 
 use std::collections::VecDeque;
 
+use crate::cc::TraceSink;
 use crate::feedback::Nack;
 use crate::media::packetizer::MediaPacket;
 use crate::packet::{FeedbackReport, PacketKind};
@@ -167,6 +168,26 @@ impl Arq {
 impl LossRecovery for Arq {
     fn name(&self) -> &'static str {
         "nack"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "retransmission_queue",
+            "retransmission_history",
+            "arq_rtt_ms",
+            "nack_requests",
+            "retransmissions_sent",
+            "retransmissions_expired",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        sink.record("retransmission_queue", self.queue.len() as f64);
+        sink.record("retransmission_history", self.history.len() as f64);
+        sink.record("arq_rtt_ms", self.srtt.as_millis_f64());
+        sink.record("nack_requests", self.stats.requested as f64);
+        sink.record("retransmissions_sent", self.stats.packets_sent as f64);
+        sink.record("retransmissions_expired", self.stats.expired as f64);
     }
 
     fn on_packet_sent(

@@ -35,6 +35,7 @@ pub mod arq;
 pub mod autorec;
 pub mod fec;
 
+use crate::cc::TraceSink;
 use crate::feedback::Nack;
 use crate::media::packetizer::MediaPacket;
 use crate::packet::{FeedbackReport, PacketKind};
@@ -128,6 +129,19 @@ pub trait LossRecovery {
     fn poll_transmit(&mut self, now: Instant, sender_idle: bool) -> Option<RecoveryPacket>;
     /// Counters.
     fn stats(&self) -> RecoveryStats;
+    /// Names of the state variables [`trace`](Self::trace) reports, as
+    /// [`CongestionController::trace_variables`](crate::cc::CongestionController::trace_variables)
+    /// (same unit and code conventions). They never share a name with a
+    /// controller's variable, so that both go to one trace per flow. The
+    /// default: none.
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Reports the scheme's own state variables to `sink`, as
+    /// [`CongestionController::trace`](crate::cc::CongestionController::trace):
+    /// a pure query that allocates nothing, finite values only. The default
+    /// reports nothing.
+    fn trace(&self, _sink: &mut dyn TraceSink) {}
 }
 
 /// No recovery: never sends anything.
@@ -258,5 +272,11 @@ impl LossRecovery for Recovery {
     }
     fn stats(&self) -> RecoveryStats {
         dispatch!(self, r => r.stats())
+    }
+    fn trace_variables(&self) -> &'static [&'static str] {
+        dispatch!(self, r => r.trace_variables())
+    }
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        dispatch!(self, r => r.trace(sink))
     }
 }

@@ -49,7 +49,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cc::{CcConfig, CongestionController, Controller};
+use crate::cc::{CcConfig, CongestionController, Controller, TraceSink};
 use crate::media::encoder::EncodedFrame;
 use crate::media::packetizer::{MediaPacket, Packetizer};
 use crate::pacer::Pacer;
@@ -467,6 +467,69 @@ impl TransportSender {
     /// The FEC encoder, when FEC runs.
     pub fn fec(&self) -> Option<&FecEncoder> {
         self.fec.as_ref()
+    }
+
+    /// Names of the variables [`trace_recovery`](Self::trace_recovery)
+    /// reports for this sender's recovery scheme (conventions of
+    /// [`CongestionController::trace_variables`]; none is a controller's
+    /// name, so that both go to one trace per flow).
+    pub fn recovery_trace_variables(&self) -> &'static [&'static str] {
+        match self.config.recovery {
+            RecoveryScheme::Rtx => &["retransmissions_sent"],
+            RecoveryScheme::AutoRec(_) => &[
+                "redundancy_level",
+                "k_alpha",
+                "k_beta",
+                "k_gamma",
+                "interval_loss_rate",
+                "t_unit_ms",
+                "t_thres_ms",
+                "replicas_sent",
+                "retransmissions_sent",
+            ],
+            RecoveryScheme::Fec(_) => &[
+                "fec_loss_rate",
+                "protection_factor",
+                "repairs_sent",
+                "retransmissions_sent",
+            ],
+        }
+    }
+
+    /// Reports the recovery scheme's state to `sink`: ARQ's retransmissions;
+    /// for AutoRec (`papers/autorec.txt` §V) the redundancy level K in force
+    /// (eq. 4), the latest decision's K_α, K_β, K_γ (§V-A, from eqs. 1–3),
+    /// its interval's loss rate R and T_unit, T_thres (§V-B, eq. 5) and the
+    /// replicas sent; for FEC the
+    /// smoothed loss rate it protects against, its protection factor and the
+    /// repair packets sent. Values not known yet (before AutoRec's first
+    /// decision) are left out. A pure query; it allocates nothing.
+    pub fn trace_recovery(&self, sink: &mut dyn TraceSink) {
+        if let Some(a) = &self.autorec {
+            sink.record("redundancy_level", f64::from(a.level()));
+            if let Some(r) = &a.last_report {
+                sink.record("k_alpha", f64::from(r.decision.k_alpha));
+                sink.record("k_beta", f64::from(r.decision.k_beta));
+                sink.record("k_gamma", f64::from(r.decision.k_gamma));
+                sink.record("interval_loss_rate", r.loss_rate.get());
+                if let Some(t) = r.t_unit {
+                    sink.record("t_unit_ms", t.as_millis_f64());
+                }
+            }
+            if let Some(t) = a.t_thres {
+                sink.record("t_thres_ms", t.as_millis_f64());
+            }
+            sink.record("replicas_sent", self.stats.reinjections_sent as f64);
+        }
+        if let Some(f) = &self.fec {
+            sink.record("fec_loss_rate", self.fec_loss);
+            sink.record("protection_factor", f.protection_factor());
+            sink.record("repairs_sent", self.stats.repairs_sent as f64);
+        }
+        sink.record(
+            "retransmissions_sent",
+            self.stats.retransmissions_sent as f64,
+        );
     }
 
     /// What packet `pn` carried, if it is still in the log (the last

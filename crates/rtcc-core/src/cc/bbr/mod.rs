@@ -47,7 +47,10 @@ pub mod startup;
 mod tests;
 
 use self::delivery_rate::{AckOutcome, DeliveryRateEstimator};
-use super::{CongestionController, Estimate, SendBudget};
+use super::{
+    trace_bytes, trace_flag, trace_kbps, trace_ms, CongestionController, Estimate, SendBudget,
+    TraceSink,
+};
 use crate::estimate::WindowedFilter;
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
@@ -165,6 +168,17 @@ impl BbrState {
             BbrState::Drain => "drain",
             BbrState::ProbeBw => "probe_bw",
             BbrState::ProbeRtt => "probe_rtt",
+        }
+    }
+
+    /// The state's code in traces (`mode`): 0 Startup, 1 Drain, 2 ProbeBW,
+    /// 3 ProbeRTT, the order of draft §4.3.
+    pub fn trace_code(self) -> f64 {
+        match self {
+            BbrState::Startup => 0.0,
+            BbrState::Drain => 1.0,
+            BbrState::ProbeBw => 2.0,
+            BbrState::ProbeRtt => 3.0,
         }
     }
 }
@@ -340,6 +354,32 @@ impl Bbr {
     /// The delivery-rate estimator.
     pub fn delivery_rate(&self) -> &DeliveryRateEstimator {
         &self.rate
+    }
+
+    /// Reports the state machine's variables, the part of the trace the BBR
+    /// family shares (draft §4): `mode` ([`BbrState::trace_code`]), BtlBw,
+    /// RTprop, the pacing and cwnd gains, the pacing rate and window of
+    /// `budget` (what the controller wrapping this state machine enforces),
+    /// bytes in flight, the round count and the `filled_pipe` and recovery
+    /// flags. BtlBw and RTprop are left out before their first sample.
+    pub fn trace_state_machine(&self, budget: SendBudget, sink: &mut dyn TraceSink) {
+        sink.record("mode", self.state.trace_code());
+        if let Some(b) = self.btlbw_filter.best() {
+            sink.record("btl_bw_kbps", trace_kbps(b));
+        }
+        if let Some(r) = self.rtprop {
+            sink.record("rt_prop_ms", trace_ms(r));
+        }
+        sink.record("pacing_gain", self.pacing_gain);
+        sink.record("cwnd_gain", self.cwnd_gain);
+        sink.record("pacing_rate_kbps", trace_kbps(budget.pacing_rate));
+        if let Some(w) = budget.cwnd {
+            sink.record("cwnd_bytes", trace_bytes(w));
+        }
+        sink.record("inflight_bytes", trace_bytes(self.rate.inflight()));
+        sink.record("round_count", self.round_count as f64);
+        sink.record("filled_pipe", trace_flag(self.filled_pipe));
+        sink.record("in_recovery", trace_flag(self.in_recovery()));
     }
 
     fn mss(&self) -> Bytes {
@@ -646,6 +686,32 @@ impl Bbr {
 impl CongestionController for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "mode",
+            "btl_bw_kbps",
+            "rt_prop_ms",
+            "pacing_gain",
+            "cwnd_gain",
+            "pacing_rate_kbps",
+            "cwnd_bytes",
+            "inflight_bytes",
+            "round_count",
+            "filled_pipe",
+            "in_recovery",
+            "srtt_ms",
+            "loss_rate",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        self.trace_state_machine(self.send_budget(), sink);
+        if let Some(r) = self.srtt {
+            sink.record("srtt_ms", trace_ms(r));
+        }
+        sink.record("loss_rate", self.loss_rate);
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {

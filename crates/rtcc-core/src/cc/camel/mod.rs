@@ -42,7 +42,10 @@ use self::congestion::{CongestionDetector, DetectorConfig};
 use self::estimator::Estimator;
 use self::frame_sampler::FrameSampler;
 use crate::cc::gcc::{Gcc, GccConfig, GccConfigError};
-use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::cc::{
+    trace_bytes, trace_flag, trace_kbps, trace_ms, CongestionController, Estimate, SendBudget,
+    TraceSink,
+};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
@@ -348,6 +351,23 @@ impl CamelConfig {
     }
 }
 
+/// What [`Camel`] traces (`docs/algorithms/camel.md`, "What it traces"):
+/// BW_avg, the newest eq. 2 sample, D_min, BDP (§4.1, eq. 3), γ (eq. 5),
+/// the in-flight gradient G (I9), L, p_phys, p_cur (eq. 7) and whether GCC
+/// is in control (§4.3).
+pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
+    "bw_avg_kbps",
+    "frame_bw_kbps",
+    "d_min_ms",
+    "bdp_bytes",
+    "gamma",
+    "gradient",
+    "burst_length_bytes",
+    "p_phys",
+    "p_cur",
+    "fallback",
+];
+
 /// A snapshot of Camel's state, for traces and tests.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CamelInternals {
@@ -499,6 +519,38 @@ impl Camel {
 impl CongestionController for Camel {
     fn name(&self) -> &'static str {
         "camel"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        CAMEL_TRACE_VARIABLES
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        let i = self.internals();
+        if let Some(b) = i.bw_avg {
+            sink.record("bw_avg_kbps", trace_kbps(b));
+        }
+        if let Some(b) = i.last_frame_bw {
+            sink.record("frame_bw_kbps", trace_kbps(b));
+        }
+        if let Some(d) = i.d_min {
+            sink.record("d_min_ms", trace_ms(d));
+        }
+        if let Some(b) = i.bdp {
+            sink.record("bdp_bytes", trace_bytes(b));
+        }
+        sink.record("gamma", i.gamma);
+        if let Some(g) = i.gradient {
+            sink.record("gradient", g);
+        }
+        sink.record("burst_length_bytes", trace_bytes(i.burst_length));
+        if let Some(p) = i.p_phys {
+            sink.record("p_phys", p);
+        }
+        if let Some(p) = i.p_cur {
+            sink.record("p_cur", p);
+        }
+        sink.record("fallback", trace_flag(i.fallback_until.is_some()));
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {

@@ -5,7 +5,7 @@
 //! `λt = 1 / (δ · dq)` packets per second, where `dq = RTTstanding − RTTmin` is
 //! the measured queueing delay (§2.1, eq. 1–2):
 //!
-//! - `RTTstanding` is the smallest RTT of the last `srtt/2` ([`filter`]);
+//! - `RTTstanding` is the smallest RTT of the last `srtt/2` (`filter.rs`);
 //! - `RTTmin` the smallest RTT of the last 10 s;
 //! - on every ACK, with the current rate `λ = cwnd / RTTstanding`:
 //!   `cwnd ← cwnd + v/(δ·cwnd)` if `λ ≤ λt`, else `cwnd ← cwnd − v/(δ·cwnd)`
@@ -46,7 +46,7 @@ use std::str::FromStr;
 use self::filter::{Extremum, WindowedFilter};
 use self::mode::{ModeSwitch, OperatingMode, RTT_MAX_WINDOW_RTTS};
 use self::velocity::{Direction, Velocity};
-use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::cc::{trace_flag, trace_ms, CongestionController, Estimate, SendBudget, TraceSink};
 use crate::packet::{FeedbackReport, PacketResult, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -423,6 +423,63 @@ pub fn target_rate_pps(delta: f64, dq: Duration) -> f64 {
 impl CongestionController for Copa {
     fn name(&self) -> &'static str {
         "copa"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "cwnd_packets",
+            "velocity",
+            "direction",
+            "delta",
+            "mode",
+            "slow_start",
+            "srtt_ms",
+            "rtt_standing_ms",
+            "rtt_min_ms",
+            "queueing_delay_ms",
+            "target_rate_pps",
+            "loss_fraction",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        let s = self.state();
+        sink.record("cwnd_packets", s.cwnd_packets);
+        // §2.1: v, and the direction it doubles along (+1 up, −1 down, 0
+        // before the first window).
+        sink.record("velocity", s.velocity);
+        sink.record(
+            "direction",
+            match s.direction {
+                Some(Direction::Up) => 1.0,
+                Some(Direction::Down) => -1.0,
+                None => 0.0,
+            },
+        );
+        sink.record("delta", s.delta);
+        // §2.2: 0 default mode, 1 competitive mode.
+        sink.record(
+            "mode",
+            match s.mode {
+                OperatingMode::Default => 0.0,
+                OperatingMode::Competitive => 1.0,
+            },
+        );
+        sink.record("slow_start", trace_flag(s.slow_start));
+        let opt_ms = |sink: &mut dyn TraceSink, name, d: Option<Duration>| {
+            if let Some(d) = d {
+                sink.record(name, trace_ms(d));
+            }
+        };
+        opt_ms(sink, "srtt_ms", s.srtt);
+        opt_ms(sink, "rtt_standing_ms", s.rtt_standing);
+        opt_ms(sink, "rtt_min_ms", s.rtt_min);
+        opt_ms(sink, "queueing_delay_ms", s.queueing_delay);
+        // λt = 1/(δ·dq) is infinite at dq = 0: left out then.
+        if s.target_rate_pps.is_finite() {
+            sink.record("target_rate_pps", s.target_rate_pps);
+        }
+        sink.record("loss_fraction", self.loss_fraction);
     }
 
     fn on_packet_sent(&mut self, _now: Instant, pkt: &SentPacket) {

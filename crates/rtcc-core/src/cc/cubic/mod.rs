@@ -50,7 +50,9 @@
 
 pub mod window;
 
-use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::cc::{
+    trace_bytes, trace_flag, trace_ms, CongestionController, Estimate, SendBudget, TraceSink,
+};
 use crate::packet::{FeedbackReport, PacketResult, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
 use crate::transport::rtt::{RttEstimator, DEFAULT_MAX_ACK_DELAY};
@@ -443,6 +445,50 @@ impl Cubic {
 impl CongestionController for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "cwnd_bytes",
+            "ssthresh_bytes",
+            "region",
+            "w_max_segments",
+            "k_ms",
+            "w_est_segments",
+            "in_recovery",
+            "srtt_ms",
+            "min_rtt_ms",
+            "loss_fraction",
+            "persistent_congestion",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        sink.record("cwnd_bytes", trace_bytes(self.cwnd));
+        // ssthresh is infinite until the first congestion event.
+        if self.ssthresh != Bytes::MAX {
+            sink.record("ssthresh_bytes", trace_bytes(self.ssthresh));
+        }
+        sink.record("region", self.window.region().trace_code());
+        if let Some(w) = self.window.w_max_segments() {
+            sink.record("w_max_segments", w);
+        }
+        if let Some(k) = self.window.k() {
+            sink.record("k_ms", trace_ms(k));
+        }
+        if let Some(w) = self.window.w_est_segments() {
+            sink.record("w_est_segments", w);
+        }
+        sink.record("in_recovery", trace_flag(self.in_recovery));
+        if self.rtt.has_sample() {
+            sink.record("srtt_ms", trace_ms(self.rtt.smoothed_rtt()));
+            sink.record("min_rtt_ms", trace_ms(self.rtt.min_rtt()));
+        }
+        sink.record("loss_fraction", self.loss_fraction);
+        sink.record(
+            "persistent_congestion",
+            self.persistent_congestion_count as f64,
+        );
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {

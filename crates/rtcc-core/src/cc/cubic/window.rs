@@ -66,6 +66,17 @@ impl CubicRegion {
             CubicRegion::Convex => "convex",
         }
     }
+
+    /// The region's code in traces (`region`): 0 slow start, 1
+    /// Reno-friendly (§4.3), 2 concave (§4.4), 3 convex (§4.5).
+    pub fn trace_code(self) -> f64 {
+        match self {
+            CubicRegion::SlowStart => 0.0,
+            CubicRegion::RenoFriendly => 1.0,
+            CubicRegion::Concave => 2.0,
+            CubicRegion::Convex => 3.0,
+        }
+    }
 }
 
 /// The constants of the window function.

@@ -34,7 +34,10 @@ mod tests;
 use self::send_ack_rate::SendAckRateSampler;
 use super::bbr::padding::ProbePadding;
 use super::bbr::{Bbr, BbrConfig, BbrState};
-use super::{CongestionController, Estimate, ProbeRequest, SendBudget};
+use super::{
+    trace_bytes, trace_flag, trace_ms, CongestionController, Estimate, ProbeRequest, SendBudget,
+    TraceSink,
+};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
@@ -226,6 +229,42 @@ impl DelayBbr {
 impl CongestionController for DelayBbr {
     fn name(&self) -> &'static str {
         "delay-bbr"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "mode",
+            "btl_bw_kbps",
+            "rt_prop_ms",
+            "pacing_gain",
+            "cwnd_gain",
+            "pacing_rate_kbps",
+            "cwnd_bytes",
+            "inflight_bytes",
+            "round_count",
+            "filled_pipe",
+            "in_recovery",
+            "srtt_ms",
+            "baseline_rtt_ms",
+            "congested",
+            "backoff_bdp_bytes",
+            "backoffs",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        self.bbr.trace_state_machine(self.send_budget(), sink);
+        // Algorithm 3: srtt_ and base_line_rtt_, unset after a back-off.
+        if let Some(r) = self.srtt {
+            sink.record("srtt_ms", trace_ms(r));
+        }
+        if let Some(b) = self.baseline_rtt {
+            sink.record("baseline_rtt_ms", trace_ms(b));
+        }
+        // Algorithm 4: srtt_ > β · base_line_rtt_ in ProbeBW.
+        sink.record("congested", trace_flag(self.congested()));
+        sink.record("backoff_bdp_bytes", trace_bytes(self.backoff_bdp));
+        sink.record("backoffs", self.backoffs as f64);
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {

@@ -60,7 +60,10 @@ use self::probe_estimator::ProbeBitrateEstimator;
 use self::prober::Prober;
 use self::rate_control::{AimdConfig, AimdRateControl, RateControlState};
 use self::trendline::{Trendline, TrendlineConfig};
-use crate::cc::{CongestionController, Estimate, ProbeRequest, SendBudget};
+use crate::cc::{
+    trace_flag, trace_kbps, trace_ms, CongestionController, Estimate, ProbeRequest, SendBudget,
+    TraceSink,
+};
 use crate::packet::{FeedbackReport, PacketResult, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -355,6 +358,44 @@ impl fmt::Display for GccInternals {
             self.acked_bitrate,
             self.loss_fraction
         )
+    }
+}
+
+/// What [`Gcc`] traces (`docs/algorithms/gcc.md`, "What it traces").
+pub const GCC_TRACE_VARIABLES: &[&str] = &[
+    "trendline_slope",
+    "modified_trend_ms",
+    "threshold_ms",
+    "usage",
+    "rate_control",
+    "delay_based_kbps",
+    "loss_based_kbps",
+    "acked_kbps",
+    "link_capacity_kbps",
+    "loss_fraction",
+    "probing",
+    "alr",
+    "srtt_ms",
+];
+
+/// The trace code of the over-use detector's hypothesis (draft §5.4): −1
+/// under-using, 0 normal, +1 over-using, so that a plot reads as the sign
+/// of the queueing-delay trend.
+pub fn usage_code(u: BandwidthUsage) -> f64 {
+    match u {
+        BandwidthUsage::Underusing => -1.0,
+        BandwidthUsage::Normal => 0.0,
+        BandwidthUsage::Overusing => 1.0,
+    }
+}
+
+/// The trace code of the AIMD rate controller's state (draft §5.5): −1
+/// decrease, 0 hold, +1 increase.
+pub fn rate_control_code(s: RateControlState) -> f64 {
+    match s {
+        RateControlState::Decrease => -1.0,
+        RateControlState::Hold => 0.0,
+        RateControlState::Increase => 1.0,
     }
 }
 
@@ -676,6 +717,33 @@ impl Gcc {
 impl CongestionController for Gcc {
     fn name(&self) -> &'static str {
         "gcc"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        GCC_TRACE_VARIABLES
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        let i = self.internals();
+        sink.record("trendline_slope", i.trend);
+        sink.record("modified_trend_ms", i.modified_trend);
+        sink.record("threshold_ms", i.threshold_ms);
+        sink.record("usage", usage_code(i.usage));
+        sink.record("rate_control", rate_control_code(i.rate_control_state));
+        sink.record("delay_based_kbps", trace_kbps(i.delay_based));
+        sink.record("loss_based_kbps", trace_kbps(i.loss_based));
+        if let Some(b) = i.acked_bitrate {
+            sink.record("acked_kbps", trace_kbps(b));
+        }
+        if let Some(b) = i.link_capacity {
+            sink.record("link_capacity_kbps", trace_kbps(b));
+        }
+        sink.record("loss_fraction", i.loss_fraction);
+        sink.record("probing", trace_flag(i.probing_at.is_some()));
+        sink.record("alr", trace_flag(i.alr_start.is_some()));
+        if let Some(r) = self.srtt {
+            sink.record("srtt_ms", trace_ms(r));
+        }
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {

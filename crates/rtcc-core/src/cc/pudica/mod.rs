@@ -38,7 +38,7 @@
 mod tests;
 
 use crate::cc::sqp::train::{FrameSample, MinOwd, RttStats, TrainCollector};
-use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::cc::{trace_kbps, trace_ms, CongestionController, Estimate, SendBudget, TraceSink};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
@@ -118,6 +118,17 @@ impl PudicaState {
             PudicaState::Approach => "approach",
             PudicaState::Hold => "hold",
             PudicaState::Drain => "drain",
+        }
+    }
+
+    /// The state's code in traces (`state`): 0 start, 1 approach, 2 hold,
+    /// 3 drain.
+    pub fn trace_code(self) -> f64 {
+        match self {
+            PudicaState::Start => 0.0,
+            PudicaState::Approach => 1.0,
+            PudicaState::Hold => 2.0,
+            PudicaState::Drain => 3.0,
         }
     }
 }
@@ -254,6 +265,32 @@ impl Pudica {
 impl CongestionController for Pudica {
     fn name(&self) -> &'static str {
         "pudica"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "state",
+            "target_kbps",
+            "bandwidth_kbps",
+            "bur",
+            "queuing_delay_ms",
+            "srtt_ms",
+            "min_rtt_ms",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        sink.record("state", self.state.trace_code());
+        sink.record("target_kbps", trace_kbps(self.target));
+        sink.record("bandwidth_kbps", trace_kbps(self.bandwidth));
+        sink.record("bur", self.bur);
+        sink.record("queuing_delay_ms", trace_ms(self.queuing));
+        if let Some(r) = self.rtt.srtt {
+            sink.record("srtt_ms", trace_ms(r));
+        }
+        if let Some(r) = self.rtt.min_rtt {
+            sink.record("min_rtt_ms", trace_ms(r));
+        }
     }
 
     fn on_packet_sent(&mut self, _now: Instant, _pkt: &SentPacket) {}

@@ -38,7 +38,7 @@ pub mod train;
 pub(crate) mod tests;
 
 use self::train::{FrameSample, MinOwd, RttStats, TrainCollector};
-use crate::cc::{CongestionController, Estimate, SendBudget};
+use crate::cc::{trace_kbps, trace_ms, CongestionController, Estimate, SendBudget, TraceSink};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
@@ -196,6 +196,32 @@ impl Sqp {
 impl CongestionController for Sqp {
     fn name(&self) -> &'static str {
         "sqp"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "estimate_kbps",
+            "raw_estimate_kbps",
+            "queuing_delay_ms",
+            "recovery_factor",
+            "frames_measured",
+            "srtt_ms",
+            "min_rtt_ms",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        sink.record("estimate_kbps", trace_kbps(self.estimate));
+        sink.record("raw_estimate_kbps", trace_kbps(self.raw_estimate));
+        sink.record("queuing_delay_ms", trace_ms(self.queuing));
+        sink.record("recovery_factor", self.recovery_factor(self.queuing));
+        sink.record("frames_measured", self.frames_measured as f64);
+        if let Some(r) = self.rtt.srtt {
+            sink.record("srtt_ms", trace_ms(r));
+        }
+        if let Some(r) = self.rtt.min_rtt {
+            sink.record("min_rtt_ms", trace_ms(r));
+        }
     }
 
     fn on_packet_sent(&mut self, _now: Instant, _pkt: &SentPacket) {}

@@ -45,7 +45,10 @@ mod tests;
 use self::ack_aggregation::AckAggregation;
 use super::bbr::padding::ProbePadding;
 use super::bbr::{Bbr, BbrConfig, BbrState};
-use super::{CongestionController, Estimate, ProbeRequest, SendBudget};
+use super::{
+    trace_bytes, trace_flag, trace_ms, CongestionController, Estimate, ProbeRequest, SendBudget,
+    TraceSink,
+};
 use crate::media::frame::FrameInfo;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
@@ -201,6 +204,39 @@ impl WebRtcBbr {
 impl CongestionController for WebRtcBbr {
     fn name(&self) -> &'static str {
         "webrtc-bbr"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        &[
+            "mode",
+            "btl_bw_kbps",
+            "rt_prop_ms",
+            "pacing_gain",
+            "cwnd_gain",
+            "pacing_rate_kbps",
+            "cwnd_bytes",
+            "inflight_bytes",
+            "round_count",
+            "filled_pipe",
+            "in_recovery",
+            "max_ack_height_bytes",
+            "probing",
+            "srtt_ms",
+            "loss_rate",
+        ]
+    }
+
+    fn trace(&self, sink: &mut dyn TraceSink) {
+        self.bbr.trace_state_machine(self.send_budget(), sink);
+        sink.record(
+            "max_ack_height_bytes",
+            trace_bytes(self.aggregation.max_height()),
+        );
+        sink.record("probing", trace_flag(self.probing()));
+        if let Some(r) = self.srtt {
+            sink.record("srtt_ms", trace_ms(r));
+        }
+        sink.record("loss_rate", self.loss_rate);
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
