@@ -195,12 +195,12 @@ class _Evaluated:
     def describe_failure(self) -> str:
         """Why the condition fails on the means: the metric, its value and what was wanted."""
         c = self.condition
-        what = f"`{c.metric}` = {_num(_mean(self.ours))}"
+        what = f"`{_short(c.metric)}` = {_num(_mean(self.ours))}"
         if c.op == "in":
             return f"{what}, outside [{_num(c.lo)}, {_num(c.hi)}]"
         scale = "" if c.factor == 1 else f"{c.factor:g} x "
         bound = _num(_mean(self.bound))
-        right = f"{scale}`{c.ref}` = {bound}" if c.ref else bound
+        right = f"{scale}`{_short(c.ref)}` = {bound}" if c.ref else bound
         return f"{what}, wanted {c.op} {right}"
 
     def describe(self) -> str:
@@ -213,6 +213,11 @@ class _Evaluated:
         scale = "" if c.factor == 1 else f"{c.factor:g} x "
         right = f"{scale}{c.ref} = {_num(_mean(self.bound))}" if c.ref else _num(_mean(self.bound))
         return f"{left} {c.op} {right}"
+
+
+def _short(text: str, most: int = 80) -> str:
+    """A metric as written, cut to ``most`` characters for a one-line reason."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _num(x: float | None) -> str:
