@@ -11,7 +11,6 @@ evaluates metric expressions, :mod:`.metrics` reads numbers from runs,
 from __future__ import annotations
 
 import os
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,14 @@ from rtcc._api import run
 from rtcc.reproduce.judging import VERDICTS, ClaimResult, Setting, _judge
 from rtcc.reproduce.metrics import metric_value, window_metrics
 from rtcc.reproduce.rendering import _figures, _markdown
-from rtcc.reproduce.spec import Claim, PaperError, _claims, _Experiment, _experiments
+from rtcc.reproduce.spec import (
+    Claim,
+    PaperError,
+    _claims,
+    _Experiment,
+    _experiments,
+    load_toml,
+)
 
 __all__ = ["VERDICTS", "Claim", "ClaimResult", "PaperError", "metric_value", "reproduce"]
 
@@ -62,10 +68,7 @@ def reproduce(
     spec_path = folder / "paper.toml"
     if not spec_path.is_file():
         raise PaperError(f"{spec_path}: no such file (is `{paper}` a paper under {papers_root}/?)")
-    try:
-        spec = tomllib.loads(spec_path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise PaperError(f"{spec_path}: {e}") from None
+    spec = load_toml(spec_path)
     name = folder.name
     experiments = _experiments(spec, spec_path, quick)
     seeds = {exp_id: exp.seeds for exp_id, exp in experiments.items()}

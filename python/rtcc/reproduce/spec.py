@@ -38,6 +38,18 @@ class PaperError(ScenarioError):
     """A paper folder or its ``paper.toml`` is unusable; names file, entry and key."""
 
 
+def load_toml(path: Path) -> dict[str, Any]:
+    """A TOML file (``paper.toml`` or a scenario) as a table.
+
+    Raises:
+        PaperError: The file is not valid TOML (names the file, line and column).
+    """
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise PaperError(f"{path}: {e}") from None
+
+
 # The check `paper.toml` gives a published number without its own error bars:
 # ±30 % of the number (docs/reproduce.md, rule 2).
 DEFAULT_TOLERANCE = 0.3
@@ -381,10 +393,7 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
         scenario_path = path.parent / str(exp["scenario"])
         if not scenario_path.is_file():
             raise PaperError(f"{where}: key `scenario`: no file {scenario_path}")
-        try:
-            loaded = tomllib.loads(scenario_path.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise PaperError(f"{scenario_path}: {e}") from None
+        loaded = load_toml(scenario_path)
         variant = exp.get("quick", {}) if quick else {}
         seeds = [int(s) for s in variant.get("seeds", exp.get("seeds", [1]))]
         if len(set(seeds)) != len(seeds):

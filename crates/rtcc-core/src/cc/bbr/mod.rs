@@ -683,12 +683,10 @@ impl Bbr {
     }
 }
 
-impl CongestionController for Bbr {
-    fn name(&self) -> &'static str {
-        "bbr"
-    }
-
-    fn trace_variables(&self) -> &'static [&'static str] {
+/// The trace names of [`Bbr::trace_state_machine`], which the whole BBR
+/// family reports, followed by a variant's own (`$extra`).
+macro_rules! bbr_trace_variables {
+    ($($extra:literal),* $(,)?) => {
         &[
             "mode",
             "btl_bw_kbps",
@@ -701,9 +699,19 @@ impl CongestionController for Bbr {
             "round_count",
             "filled_pipe",
             "in_recovery",
-            "srtt_ms",
-            "loss_rate",
+            $($extra),*
         ]
+    };
+}
+pub(crate) use bbr_trace_variables;
+
+impl CongestionController for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn trace_variables(&self) -> &'static [&'static str] {
+        bbr_trace_variables!("srtt_ms", "loss_rate")
     }
 
     fn trace(&self, sink: &mut dyn TraceSink) {

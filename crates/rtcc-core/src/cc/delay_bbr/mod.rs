@@ -232,24 +232,13 @@ impl CongestionController for DelayBbr {
     }
 
     fn trace_variables(&self) -> &'static [&'static str] {
-        &[
-            "mode",
-            "btl_bw_kbps",
-            "rt_prop_ms",
-            "pacing_gain",
-            "cwnd_gain",
-            "pacing_rate_kbps",
-            "cwnd_bytes",
-            "inflight_bytes",
-            "round_count",
-            "filled_pipe",
-            "in_recovery",
+        crate::cc::bbr::bbr_trace_variables!(
             "srtt_ms",
             "baseline_rtt_ms",
             "congested",
             "backoff_bdp_bytes",
-            "backoffs",
-        ]
+            "backoffs"
+        )
     }
 
     fn trace(&self, sink: &mut dyn TraceSink) {

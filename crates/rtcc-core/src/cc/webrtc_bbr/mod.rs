@@ -207,23 +207,12 @@ impl CongestionController for WebRtcBbr {
     }
 
     fn trace_variables(&self) -> &'static [&'static str] {
-        &[
-            "mode",
-            "btl_bw_kbps",
-            "rt_prop_ms",
-            "pacing_gain",
-            "cwnd_gain",
-            "pacing_rate_kbps",
-            "cwnd_bytes",
-            "inflight_bytes",
-            "round_count",
-            "filled_pipe",
-            "in_recovery",
+        crate::cc::bbr::bbr_trace_variables!(
             "max_ack_height_bytes",
             "probing",
             "srtt_ms",
-            "loss_rate",
-        ]
+            "loss_rate"
+        )
     }
 
     fn trace(&self, sink: &mut dyn TraceSink) {
