@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -375,19 +375,7 @@ def cc_trace_panels(flow: str, variable: str, results: Sequence[Result]) -> list
     end = max([_duration(r) for r in results] + [0.0])
     x_range = (0.0, end if end > 0 else 1.0)
     y_range = _value_range([t for p in computed for t in p.traces])
-    return [
-        Panel(
-            kind=p.kind,
-            title=p.title,
-            x_label=p.x_label,
-            y_label=p.y_label,
-            traces=p.traces,
-            note=p.note,
-            x_range=x_range,
-            y_range=y_range,
-        )
-        for p in computed
-    ]
+    return [replace(p, x_range=x_range, y_range=y_range) for p in computed]
 
 
 def cc_trace_figure(flow: str, variables: Sequence[str], results: Sequence[Result]) -> Figure:

@@ -192,36 +192,16 @@ def render_html(results: Sequence[Result]) -> str:
         kind_panels = panels(kind, results)
         cells = []
         for i, p in enumerate(kind_panels):
-            fig_html = plotly.io.to_html(
-                _plotly_figure(p, title=labels[i]),
-                include_plotlyjs=False,
-                full_html=False,
-                div_id=f"fig-{kind}-{i}",
-                default_height=f"{_FIGURE_HEIGHT_PX}px",
-                default_width="100%",
-                config={"responsive": True, "displaylogo": False},
-                validate=False,
-            )
-            note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
-            cells.append(fig_html + note)
+            cells.append(_figure_cell(p, labels[i], f"fig-{kind}-{i}", _FIGURE_HEIGHT_PX))
         rows.append(_row(kind, kind_panels[0].title, columns, cells))
     traced = [(flow, v) for flow, variables in cc_trace_variables(results) for v in variables]
     for k, (flow, variable) in enumerate(traced):
         cells = []
         trace_panels = cc_trace_panels(flow, variable, results)
         for i, p in enumerate(trace_panels):
-            fig_html = plotly.io.to_html(
-                _plotly_figure(p, title=labels[i]),
-                include_plotlyjs=False,
-                full_html=False,
-                div_id=f"fig-cc_trace-{k}-{i}",
-                default_height=f"{_TRACE_FIGURE_HEIGHT_PX}px",
-                default_width="100%",
-                config={"responsive": True, "displaylogo": False},
-                validate=False,
+            cells.append(
+                _figure_cell(p, labels[i], f"fig-cc_trace-{k}-{i}", _TRACE_FIGURE_HEIGHT_PX)
             )
-            note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
-            cells.append(fig_html + note)
         heading = f"Controller internals: {flow}: {variable}"
         rows.append(_row(f"cc_trace-{k}", heading, columns, cells))
 
@@ -340,6 +320,24 @@ def _metric(record: Mapping[str, Any], keys: tuple[str, ...], spec: str, scale: 
 
 
 # --- plotly -------------------------------------------------------------------
+
+
+def _figure_cell(p: Panel, label: str, div_id: str, height_px: int) -> str:
+    """One table cell: a panel as an interactive plotly figure, and its note."""
+    import plotly.io
+
+    fig_html = plotly.io.to_html(
+        _plotly_figure(p, title=label),
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=div_id,
+        default_height=f"{height_px}px",
+        default_width="100%",
+        config={"responsive": True, "displaylogo": False},
+        validate=False,
+    )
+    note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
+    return str(fig_html) + note
 
 
 def _plotly_figure(p: Panel, *, title: str) -> dict[str, Any]:
