@@ -3,9 +3,9 @@
 //! (eq. 7, rebuilt), with the fall-back decision at the minimum length.
 //!
 //! Interpretations I15–I18 of `docs/algorithms/camel.md`: p_phys is the
-//! smallest per-slice loss rate pooled over the last `phys_loss_history`
-//! periods among slices with enough packets; p_cur is the current period's
-//! loss rate of the slice just inside L; the margin is absolute (10 points).
+//! smallest slice-0 loss rate among the past periods (current excluded) of
+//! the last `phys_loss_history`; p_cur is the current period's loss rate of
+//! the slice just inside L; the margin is absolute (10 points).
 
 use std::collections::VecDeque;
 
@@ -111,18 +111,32 @@ impl BurstLengthController {
         self.current.clear();
     }
 
-    /// p_phys (I16, revised): the loss rate of the smallest interval, slice 0
-    /// (the front of every burst, which never overflows first and holds the
-    /// most packets), pooled over the current and the past periods.
+    /// p_phys (I16, revised twice): §4.3 "the smallest loss rate of the
+    /// smallest interval". The smallest interval is slice 0 (the front of
+    /// every burst, which overflows last and holds the most packets); the
+    /// smallest rate is the minimum over the past periods (at most
+    /// `history − 1`, 25 s) whose slice 0 held `slice_min_packets` reports.
+    /// The current period is excluded: it is the one being judged, and
+    /// pooling it in turned sustained overflow loss into "physical" loss.
+    /// Until a past period qualifies (the first 5 s, or after a restart with
+    /// no history) the current slice 0 stands in, as the only evidence.
     fn physical_loss(&self) -> Option<f64> {
-        let (mut lost, mut total) = (0, 0);
-        for p in self.past.iter().chain(std::iter::once(&self.current)) {
-            if let Some(&(l, t)) = p.first() {
-                lost += l;
-                total += t;
-            }
-        }
-        (total >= self.cfg.slice_min_packets).then(|| lost as f64 / total as f64)
+        let rate = |p: &Counts| {
+            p.first()
+                .filter(|&&(_, t)| t >= self.cfg.slice_min_packets)
+                .map(|&(l, t)| l as f64 / t as f64)
+        };
+        self.past
+            .iter()
+            .filter_map(rate)
+            .min_by(f64::total_cmp)
+            .or_else(|| rate(&self.current))
+    }
+
+    /// p_phys over the periods completed so far (the one the next eq. 7
+    /// update will use), for the congestion detector's loss test (I22).
+    pub fn physical_loss_estimate(&self) -> Option<f64> {
+        self.physical_loss()
     }
 
     /// Eq. 7 (rebuilt) at `now` if a period boundary was reached; `None` otherwise.
@@ -259,22 +273,56 @@ mod tests {
     }
 
     #[test]
-    fn physical_loss_is_slice_zero_over_30s() {
+    fn physical_loss_is_smallest_past_slice_zero() {
         let mut b = BurstLengthController::new(Instant::ZERO, cfg());
-        // Period 1: slice 0 loses 2 %, slices 1..3 10 %.
+        // Period 1: slice 0 loses 2 %, slices 1..3 10 %. No past: the
+        // current slice 0 stands in.
         period(&mut b, 4, 100, |j| if j == 0 { 0.02 } else { 0.10 });
         b.on_timeout(Instant::from_secs(5));
         assert_eq!(b.p_phys(), Some(0.02));
-        // Five more periods with slice 0 at 8 % pool with the first (30 s).
+        // Periods 2..6 with slice 0 at 8 %: the smallest past rate, 2 %.
         for k in 2..=6 {
             period(&mut b, 4, 100, |j| if j == 0 { 0.08 } else { 0.10 });
             b.on_timeout(Instant::from_secs(5 * k));
+            assert_eq!(b.p_phys(), Some(0.02), "period {k}");
         }
-        assert!((b.p_phys().unwrap() - 0.07).abs() < 1e-12);
-        // The 7th period pushes period 1 out of the pool.
+        // Period 7: period 1 has left the history (5 past periods kept).
         period(&mut b, 4, 100, |j| if j == 0 { 0.08 } else { 0.10 });
         b.on_timeout(Instant::from_secs(35));
-        assert!((b.p_phys().unwrap() - 0.08).abs() < 1e-12);
+        assert_eq!(b.p_phys(), Some(0.08));
+    }
+
+    #[test]
+    fn current_period_is_not_physical_loss() {
+        // A clean period, then one whose every slice loses 30 %: p_phys stays
+        // 0, so p_cur = 30 % is over the margin and L shrinks. Pooled with the
+        // current period, p_phys would be 30/130 and L would grow.
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        period(&mut b, 4, 30, |_| 0.0);
+        assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Grow));
+        period(&mut b, 5, 100, |_| 0.3);
+        assert_eq!(
+            b.on_timeout(Instant::from_secs(10)),
+            Some(BurstUpdate::Shrink)
+        );
+        assert_eq!(b.p_phys(), Some(0.0));
+    }
+
+    #[test]
+    fn sustained_loss_at_minimum_falls_back() {
+        // L at its minimum: p_cur is slice 0 itself. After a clean period, a
+        // period whose every slice loses 30 % (overflow shared by the burst)
+        // falls back; pooling the current period into p_phys made this
+        // unreachable.
+        let mut b = at_minimum();
+        period(&mut b, 1, 30, |_| 0.0);
+        assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Grow));
+        b.restart(Instant::from_secs(5), Bytes::new(2048));
+        period(&mut b, 1, 100, |_| 0.3);
+        assert_eq!(
+            b.on_timeout(Instant::from_secs(10)),
+            Some(BurstUpdate::Fallback)
+        );
     }
 
     #[test]
