@@ -2,10 +2,12 @@
 //! delay D_min and the frame-level bandwidth–delay product (eq. 3), plus the
 //! receiver hold H used by the window allowance (I13).
 //!
-//! Interpretation I8 of `docs/algorithms/camel.md`: BW_avg is the plain mean
-//! of the eq. 2 samples of frames sent in the last `bw_window`; D_min the
-//! minimum frame delay over `min_delay_window` (BBR's RTprop filter). A window
-//! that empties keeps its last value.
+//! Interpretation I8 of `docs/algorithms/camel.md` (revised): BW_avg is the
+//! total bytes over the total dispersion of the eq. 2 samples of frames sent
+//! in the last `bw_window` (not the mean of their ratios, which jitter biases
+//! upward); when that window empties, BW_avg expires to the rate delivered
+//! in the last `bw_window`. D_min is the minimum frame delay over
+//! `min_delay_window` (BBR's RTprop filter).
 
 use std::collections::VecDeque;
 
@@ -21,7 +23,10 @@ pub const HOLD_WINDOW: Duration = Duration::from_secs(1);
 pub struct Estimator {
     bw_window: Duration,
     min_delay_window: Duration,
-    bw: VecDeque<(Instant, Bitrate)>,
+    /// (send time, Σ s_i, t_n − t_1) of each eq. 2 sample.
+    bw: VecDeque<(Instant, Bytes, Duration)>,
+    /// (report time, bytes) of packets reported received.
+    delivered: VecDeque<(Instant, Bytes)>,
     delay: VecDeque<(Instant, Duration)>,
     hold: VecDeque<(Instant, Duration)>,
     bw_avg: Option<Bitrate>,
@@ -38,6 +43,7 @@ impl Estimator {
             bw_window,
             min_delay_window,
             bw: VecDeque::new(),
+            delivered: VecDeque::new(),
             delay: VecDeque::new(),
             hold: VecDeque::new(),
             bw_avg: None,
@@ -48,10 +54,19 @@ impl Estimator {
         }
     }
 
-    /// Adds an eq. 2 sample of a frame sent at `send_time`.
-    pub fn on_bandwidth(&mut self, send_time: Instant, bw: Bitrate) {
-        self.bw.push_back((send_time, bw));
-        self.last_bw = Some(bw);
+    /// Adds an eq. 2 sample of a frame sent at `send_time`: `bytes` after
+    /// the head's first packet, received over `span`.
+    pub fn on_bandwidth(&mut self, send_time: Instant, bytes: Bytes, span: Duration) {
+        self.bw.push_back((send_time, bytes, span));
+        if !span.is_zero() {
+            self.last_bw = Some(bytes / span);
+        }
+    }
+
+    /// Counts `bytes` reported received at `now` (the delivered rate BW_avg
+    /// expires to, I8).
+    pub fn on_delivered(&mut self, now: Instant, bytes: Bytes) {
+        self.delivered.push_back((now, bytes));
     }
 
     /// Adds a frame-delay sample of a frame sent at `send_time`.
@@ -75,13 +90,32 @@ impl Estimator {
                 q.pop_front();
             }
         }
-        expire(now, &mut self.bw, self.bw_window);
+        while self
+            .bw
+            .front()
+            .is_some_and(|(t, _, _)| now.saturating_duration_since(*t) > self.bw_window)
+        {
+            self.bw.pop_front();
+        }
+        expire(now, &mut self.delivered, self.bw_window);
         expire(now, &mut self.delay, self.min_delay_window);
         expire(now, &mut self.hold, HOLD_WINDOW);
-        if !self.bw.is_empty() {
-            // §4.1, eq. 3: "the average frame-level bandwidth" (plain mean, I8).
-            let sum: f64 = self.bw.iter().map(|&(_, b)| b.as_bps_f64()).sum();
-            self.bw_avg = Some(Bitrate::from_bps_f64(sum / self.bw.len() as f64));
+        let (bytes, span) = self
+            .bw
+            .iter()
+            .fold((Bytes::ZERO, Duration::ZERO), |(b, d), &(_, sb, sd)| {
+                (b + sb, d + sd)
+            });
+        if !span.is_zero() {
+            // §4.1, eq. 3: "the average frame-level bandwidth", as Σ bytes /
+            // Σ dispersion over the window (I8).
+            self.bw_avg = Some(bytes / span);
+        } else if self.bw_avg.is_some() {
+            // I8: no head survived for a whole window (every head lost a
+            // packet, or none was sent): the last average is stale evidence;
+            // what the path delivered is the evidence left.
+            let got = self.delivered.iter().fold(Bytes::ZERO, |a, &(_, b)| a + b);
+            self.bw_avg = Some(got / self.bw_window);
         }
         if let Some(m) = self.delay.iter().map(|&(_, d)| d).min() {
             // §4.1: "the minimum observed frame-level delay" ≈ RTprop.
@@ -95,6 +129,7 @@ impl Estimator {
     /// Forgets the bandwidth samples (leaving fall-back, I19); D_min is kept.
     pub fn reset_bandwidth(&mut self) {
         self.bw.clear();
+        self.delivered.clear();
         self.bw_avg = None;
     }
 
@@ -137,19 +172,66 @@ mod tests {
         Estimator::new(Duration::from_secs(1), Duration::from_secs(10))
     }
 
+    /// An eq. 2 sample of `kbps` over a 10 ms dispersion.
+    fn sample(e: &mut Estimator, at: Instant, kbps: u64) {
+        e.on_bandwidth(at, Bytes::new(kbps * 10 / 8), Duration::from_millis(10));
+    }
+
     #[test]
-    fn bw_avg_is_mean_of_last_second() {
+    fn bw_avg_is_total_bytes_over_total_dispersion() {
         let mut e = est();
-        e.on_bandwidth(Instant::ZERO, Bitrate::mbps(1));
-        e.on_bandwidth(Instant::from_millis(500), Bitrate::mbps(2));
-        e.on_bandwidth(Instant::from_millis(1200), Bitrate::mbps(3));
+        sample(&mut e, Instant::ZERO, 1000);
+        // 2 Mbps and 3 Mbps samples of unequal dispersion: 2500 B over 10 ms
+        // and 7500 B over 20 ms give 10000 B / 30 ms = 2.667 Mbps, not the
+        // 2.5 Mbps mean of the ratios.
+        e.on_bandwidth(
+            Instant::from_millis(500),
+            Bytes::new(2500),
+            Duration::from_millis(10),
+        );
+        e.on_bandwidth(
+            Instant::from_millis(1200),
+            Bytes::new(7500),
+            Duration::from_millis(20),
+        );
+        // The 0 s sample is 1.2 s old and left the window.
         e.update(Instant::from_millis(1200));
-        // The 0 s sample is 1.2 s old: mean of 2 and 3.
-        assert_eq!(e.bw_avg(), Some(Bitrate::bps(2_500_000)));
-        // Everything expires: the last value is held.
-        e.update(Instant::from_secs(10));
-        assert_eq!(e.bw_avg(), Some(Bitrate::bps(2_500_000)));
+        assert_eq!(
+            e.bw_avg(),
+            Some(Bytes::new(10000) / Duration::from_millis(30))
+        );
+        assert_eq!(e.last_frame_bw(), Some(Bitrate::mbps(3)));
+    }
+
+    #[test]
+    fn ratio_of_sums_is_not_pulled_up_by_jitter() {
+        // The same 1250 B head, dispersions 5 ms and 15 ms (10 ms ± jitter):
+        // the mean of the ratios reads 1.33 Mbps, the ratio of sums 1 Mbps.
+        let mut e = est();
+        e.on_bandwidth(Instant::ZERO, Bytes::new(1250), Duration::from_millis(5));
+        e.on_bandwidth(Instant::ZERO, Bytes::new(1250), Duration::from_millis(15));
+        e.update(Instant::ZERO);
+        assert_eq!(e.bw_avg(), Some(Bitrate::mbps(1)));
+    }
+
+    #[test]
+    fn bw_avg_expires_to_the_delivered_rate() {
+        let mut e = est();
+        sample(&mut e, Instant::ZERO, 1000);
+        e.update(Instant::ZERO);
+        assert_eq!(e.bw_avg(), Some(Bitrate::mbps(1)));
+        // No head survives for more than a window; 25 KB are delivered in
+        // the last second: BW_avg = 200 kbps, not the stale 1 Mbps.
+        for k in 1..=10 {
+            e.on_delivered(Instant::from_millis(1000 + 100 * k), Bytes::new(2500));
+        }
+        e.update(Instant::from_millis(2000));
         assert_eq!(e.bw_samples(), 0);
+        assert_eq!(e.bw_avg(), Some(Bitrate::kbps(200)));
+        // A new sample takes over again.
+        sample(&mut e, Instant::from_millis(2100), 800);
+        e.update(Instant::from_millis(2100));
+        assert_eq!(e.bw_avg(), Some(Bitrate::kbps(800)));
     }
 
     #[test]
@@ -168,7 +250,7 @@ mod tests {
     fn bdp_is_mean_bandwidth_times_min_delay() {
         let mut e = est();
         assert_eq!(e.bdp(), None);
-        e.on_bandwidth(Instant::ZERO, Bitrate::mbps(1));
+        sample(&mut e, Instant::ZERO, 1000);
         e.on_delay(Instant::ZERO, Duration::from_millis(40));
         e.update(Instant::ZERO);
         assert_eq!(e.bdp(), Some(Bytes::new(5000)));

@@ -61,15 +61,22 @@ impl FrameRecord {
         self.last_sent && self.packets.iter().all(|p| p.arrival.is_some())
     }
 
-    /// Eq. 2 (rebuilt, I1, I3, I4): Σ_{i=2..n} s_i / (t_n − t_1) over the received
-    /// head packets, where 1 and n are the first and last received.
-    fn head_bandwidth(&self) -> Option<Bitrate> {
+    /// Eq. 2 (rebuilt, I1, I3, I4): Σ_{i=2..n} s_i / (t_n − t_1) over the
+    /// head packets, as (bytes, span). I3 (revised): a head with any lost
+    /// packet gives no sample: behind a full drop-tail queue, the packets
+    /// that survive are those admitted back to back, and their dispersion
+    /// reads the capacity, not what this flow gets of it.
+    fn head_train(&self) -> Option<(Bytes, Duration)> {
         let mut first: Option<Instant> = None;
         let mut last = Instant::ZERO;
         let mut bytes = Bytes::ZERO;
         let mut n = 0usize;
         for p in self.packets.iter().filter(|p| p.in_head) {
-            let Some(Some(a)) = p.arrival else { continue };
+            let a = match p.arrival {
+                Some(Some(a)) => a,
+                Some(None) => return None,
+                None => continue,
+            };
             n += 1;
             match first {
                 None => {
@@ -86,7 +93,7 @@ impl FrameRecord {
         if n < 2 || span.is_zero() {
             return None;
         }
-        Some(bytes / span)
+        Some((bytes, span))
     }
 }
 
@@ -97,6 +104,10 @@ pub struct BandwidthSample {
     pub send_time: Instant,
     /// Σ_{i=2..n} s_i / (t_n − t_1) over the frame's head.
     pub bandwidth: Bitrate,
+    /// Σ_{i=2..n} s_i: the bytes the dispersion measured.
+    pub bytes: Bytes,
+    /// t_n − t_1: the head's dispersion at the receiver.
+    pub span: Duration,
 }
 
 /// A frame-level delay sample (§4.1) with its in-flight coordinate (§4.2, I10).
@@ -361,10 +372,13 @@ impl FrameSampler {
             let stale = now.saturating_duration_since(rec.created) > timeout;
             if !rec.bw_done && (rec.head_reported() || stale) {
                 rec.bw_done = true;
-                if let (Some(bw), Some(first)) = (rec.head_bandwidth(), rec.packets.first()) {
+                if let (Some((bytes, span)), Some(first)) = (rec.head_train(), rec.packets.first())
+                {
                     out.bandwidth.push(BandwidthSample {
                         send_time: first.send_time,
-                        bandwidth: bw,
+                        bandwidth: bytes / span,
+                        bytes,
+                        span,
                     });
                 }
             }
@@ -519,28 +533,38 @@ mod tests {
     }
 
     #[test]
-    fn lost_packets_inside_burst() {
-        let mut s = sampler();
+    fn a_head_with_a_loss_gives_no_bandwidth_sample() {
+        // I3 (revised): the survivors of a tail-dropped head read the
+        // capacity; any loss in the head discards the sample.
         let pk = frame(1, 0, &[(1000, 0.0); 5], 0);
-        for p in &pk {
-            s.on_packet_sent(p.send_time, p);
+        for arr in [
+            [Some(20.0), Some(28.0), None, Some(44.0), Some(52.0)],
+            [None, Some(28.0), Some(36.0), Some(44.0), Some(52.0)],
+            [Some(20.0), Some(28.0), Some(36.0), Some(44.0), None],
+        ] {
+            let mut s = sampler();
+            for p in &pk {
+                s.on_packet_sent(p.send_time, p);
+            }
+            let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
+            assert!(out.bandwidth.is_empty(), "{arr:?}");
+            if arr[0].is_none() {
+                assert!(
+                    out.delay.is_empty(),
+                    "lost first packet gives no delay (I7)"
+                );
+            }
         }
-        // Middle lost: 3 received after the first (3000 B) over 32 ms = 750 kbps.
-        let arr = [Some(20.0), Some(28.0), None, Some(44.0), Some(52.0)];
-        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
-        assert_eq!(out.bandwidth[0].bandwidth, Bitrate::kbps(750));
-        // First lost: reference is packet 2.
+        // The same head without loss: 4000 B over 32 ms = 1 Mbps.
         let mut s = sampler();
         for p in &pk {
             s.on_packet_sent(p.send_time, p);
         }
-        let arr = [None, Some(28.0), Some(36.0), Some(44.0), Some(52.0)];
+        let arr = [Some(20.0), Some(28.0), Some(36.0), Some(44.0), Some(52.0)];
         let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
         assert_eq!(out.bandwidth[0].bandwidth, Bitrate::mbps(1));
-        assert!(
-            out.delay.is_empty(),
-            "lost first packet gives no delay (I7)"
-        );
+        assert_eq!(out.bandwidth[0].bytes, Bytes::new(4000));
+        assert_eq!(out.bandwidth[0].span, Duration::from_millis(32));
     }
 
     #[test]

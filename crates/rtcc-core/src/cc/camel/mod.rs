@@ -569,7 +569,11 @@ impl CongestionController for Camel {
             .mul_f64(0.5);
         let out = self.sampler.on_feedback(now, report, owd_min);
         for s in &out.bandwidth {
-            self.estimator.on_bandwidth(s.send_time, s.bandwidth);
+            self.estimator.on_bandwidth(s.send_time, s.bytes, s.span);
+        }
+        // I8: what was delivered, for BW_avg when no head survives.
+        for r in report.packets.iter().filter(|r| r.arrival.is_some()) {
+            self.estimator.on_delivered(now, r.sent.size);
         }
         for s in &out.delay {
             self.estimator.on_delay(s.send_time, s.delay);
