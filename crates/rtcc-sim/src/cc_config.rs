@@ -396,6 +396,8 @@ pub(crate) fn cc_config(
                         "phys_loss_history",
                         "fallback",
                         "anchored_gradient",
+                        "loss_detect_margin",
+                        "loss_detect_min_packets",
                     ],
                 ]
                 .concat(),
@@ -429,6 +431,11 @@ pub(crate) fn cc_config(
             set(&mut c.phys_loss_history, k.count("phys_loss_history")?);
             set(&mut c.fallback, k.flag("fallback")?);
             set(&mut c.anchored_gradient, k.flag("anchored_gradient")?);
+            set(&mut c.loss_detect_margin, k.number("loss_detect_margin")?);
+            set(
+                &mut c.loss_detect_min_packets,
+                k.count("loss_detect_min_packets")?,
+            );
             c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::Camel(c))
         }

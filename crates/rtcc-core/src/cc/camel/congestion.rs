@@ -5,7 +5,9 @@
 //! Interpretations I9–I12 of `docs/algorithms/camel.md`: least-squares slope
 //! of D against x over the samples of the last `detect_window`, normalised by
 //! BW_avg (G = S · BW_avg, 1 above the BDP under eq. 4, 0 below); congestion
-//! ⇔ G > threshold; at most one decision per feedback round.
+//! ⇔ G > threshold; at most one decision per feedback round. I22: Fig. 6's
+//! detector "combines delay trends and RTCP feedback": a round whose media
+//! loss exceeds p_phys + `loss_margin` is congestion too, whatever G says.
 
 use std::collections::VecDeque;
 
@@ -31,6 +33,11 @@ pub struct DetectorConfig {
     /// (x = 0, D = D_min) to (x̄, the window's lowest D), × BW_avg) is also
     /// compared with `gradient_threshold` (ours, I20).
     pub anchored_gradient: bool,
+    /// Margin of a round's loss rate over p_phys that counts as congestion
+    /// (ours, I22; absolute).
+    pub loss_margin: f64,
+    /// Fewest reported media packets for a round's loss rate to count (ours, I22).
+    pub loss_min_packets: u64,
 }
 
 /// The outcome of one detection.
@@ -77,6 +84,13 @@ pub struct CongestionDetector {
     last_decision: Option<Instant>,
     gradient: Option<f64>,
     anchored: Option<f64>,
+    /// Media packets reported (lost, total) since the last decision (I22).
+    lost: u64,
+    reported: u64,
+    /// p_phys from the bursting-length controller (§4.3), 0 before any.
+    p_phys: f64,
+    /// The loss rate of the last round that had enough reports (I22).
+    round_loss: Option<f64>,
 }
 
 impl CongestionDetector {
@@ -89,7 +103,27 @@ impl CongestionDetector {
             last_decision: None,
             gradient: None,
             anchored: None,
+            lost: 0,
+            reported: 0,
+            p_phys: 0.0,
+            round_loss: None,
         }
+    }
+
+    /// Counts one media packet's first report (I22).
+    pub fn on_outcome(&mut self, lost: bool) {
+        self.lost += u64::from(lost);
+        self.reported += 1;
+    }
+
+    /// Sets the physical loss rate the round's loss is judged against (I22).
+    pub fn set_physical_loss(&mut self, p_phys: Option<f64>) {
+        self.p_phys = p_phys.unwrap_or(0.0);
+    }
+
+    /// The loss rate of the last judged round (I22).
+    pub fn round_loss(&self) -> Option<f64> {
+        self.round_loss
     }
 
     /// γ.
@@ -116,6 +150,9 @@ impl CongestionDetector {
         self.last_decision = None;
         self.gradient = None;
         self.anchored = None;
+        self.lost = 0;
+        self.reported = 0;
+        self.round_loss = None;
     }
 
     /// Adds a frame-delay sample (I10: x = in flight before the frame). A
@@ -153,7 +190,12 @@ impl CongestionDetector {
         {
             return Decision::Undecided;
         }
-        if self.samples.len() < self.cfg.detect_min_samples.max(2) {
+        // I22: the round's loss against p_phys + margin (§4.3's physical
+        // loss; Fig. 6's "RTCP feedback").
+        let loss = (self.reported >= self.cfg.loss_min_packets.max(1))
+            .then(|| self.lost as f64 / self.reported as f64);
+        let lossy = loss.is_some_and(|p| p > self.p_phys + self.cfg.loss_margin);
+        if self.samples.len() < self.cfg.detect_min_samples.max(2) && !lossy {
             return Decision::Undecided;
         }
         let bw = bw_avg.as_bps_f64() / 8.0; // B/s
@@ -189,8 +231,13 @@ impl CongestionDetector {
         } else {
             slope(self.samples.iter().map(|&(_, x, d)| (x, d))).map(|s| s * bw)
         };
-        if g.is_none() && anchored.is_none() {
+        if g.is_none() && anchored.is_none() && !lossy {
             return Decision::Undecided;
+        }
+        if loss.is_some() {
+            self.round_loss = loss;
+            self.lost = 0;
+            self.reported = 0;
         }
         // I9: G = S [s/B] · BW_avg [B/s].
         self.gradient = g.or(self.gradient);
@@ -199,7 +246,8 @@ impl CongestionDetector {
         // I12: the next decision rests on frames sent after this one only, so
         // one episode of congestion is not multiplied into many cuts.
         self.samples.clear();
-        let congested = g.is_some_and(|g| g > self.cfg.gradient_threshold)
+        let congested = lossy
+            || g.is_some_and(|g| g > self.cfg.gradient_threshold)
             || anchored.is_some_and(|a| a > self.cfg.gradient_threshold);
         if congested {
             // §4.2, eq. 5: γ ← 0.95 · γ on congestion.
@@ -228,6 +276,8 @@ mod tests {
             detect_min_samples: 10,
             detect_min_spread: Bytes::new(1248),
             anchored_gradient: false,
+            loss_margin: 0.02,
+            loss_min_packets: 20,
         }
     }
 
@@ -346,6 +396,57 @@ mod tests {
         );
         assert_eq!(dec, Decision::Clear, "G = {:?}", d.gradient());
         assert!((d.gamma() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn loss_above_physical_loss_is_congestion() {
+        // I22: a full drop-tail queue loses half the packets while the
+        // delays stay flat (G ≈ 0) and too few frames give delay samples.
+        let bw = Bitrate::mbps(1);
+        let d_min = Duration::from_millis(40);
+        let round = Duration::from_millis(100);
+        for (p_phys, lost_of_40, expect) in [
+            (None, 20, Decision::Congested),
+            // 5 % over a 4 % physical loss: within the 2-point margin.
+            (Some(0.04), 2, Decision::Undecided),
+            // 10 % over 4 %: congestion.
+            (Some(0.04), 4, Decision::Congested),
+        ] {
+            let mut d = CongestionDetector::new(cfg());
+            d.set_physical_loss(p_phys);
+            for k in 0..40 {
+                d.on_outcome(k < lost_of_40);
+            }
+            let dec = d.detect(Instant::from_millis(500), bw, d_min, round);
+            assert_eq!(dec, expect, "p_phys {p_phys:?}, {lost_of_40}/40 lost");
+            let want_gamma = if expect == Decision::Congested {
+                0.95
+            } else {
+                1.0
+            };
+            assert!((d.gamma() - want_gamma).abs() < 1e-12);
+        }
+        // Too few reports: no loss verdict.
+        let mut d = CongestionDetector::new(cfg());
+        for _ in 0..19 {
+            d.on_outcome(true);
+        }
+        let dec = d.detect(Instant::from_millis(500), bw, d_min, round);
+        assert_eq!(dec, Decision::Undecided);
+        // The counts restart after a verdict: a clean next round is clear of loss.
+        d.on_outcome(true);
+        assert_eq!(
+            d.detect(Instant::from_millis(500), bw, d_min, round),
+            Decision::Congested
+        );
+        for _ in 0..20 {
+            d.on_outcome(false);
+        }
+        assert_eq!(
+            d.detect(Instant::from_millis(700), bw, d_min, round),
+            Decision::Undecided
+        );
+        assert_eq!(d.round_loss(), Some(1.0));
     }
 
     fn anchored(on: bool) -> CongestionDetector {

@@ -83,6 +83,13 @@ pub struct CamelConfig {
     /// (0, RTprop), so a queue standing above D_min is congestion even when
     /// the delays no longer vary with in-flight).
     pub anchored_gradient: bool,
+    /// Margin over p_phys of a feedback round's media loss rate that the
+    /// detector counts as congestion (ours, I22: Fig. 6's detector "combines
+    /// delay trends and RTCP feedback"; absolute, tuned on fig14).
+    pub loss_detect_margin: f64,
+    /// Fewest media packets reported in a round for its loss rate to count
+    /// (ours, I22).
+    pub loss_detect_min_packets: u64,
     /// BW_avg window (ours, I8).
     pub bw_window: Duration,
     /// D_min window (ours, I8: BBR's 10 s min-RTT window; 30 s suits the
@@ -141,6 +148,8 @@ impl Default for CamelConfig {
             // UDP and CUBIC cross traffic (fig15, fig17) but breaks the
             // fairness among Camel flows (fig14); camel.md, "Cross traffic".
             anchored_gradient: false,
+            loss_detect_margin: 0.02,
+            loss_detect_min_packets: 20,
             bw_window: Duration::from_secs(1),
             min_delay_window: Duration::from_secs(10),
             burst_gap: Duration::from_millis(1),
@@ -200,7 +209,19 @@ impl CamelConfig {
         }
         let secs = |d: Duration| d.as_secs_f64();
         let b = |x: Bytes| x.as_f64();
-        let checks: [(&'static str, f64, bool, &'static str); 19] = [
+        let checks: [(&'static str, f64, bool, &'static str); 21] = [
+            (
+                "loss_detect_margin",
+                self.loss_detect_margin,
+                (0.0..1.0).contains(&self.loss_detect_margin),
+                "[0, 1)",
+            ),
+            (
+                "loss_detect_min_packets",
+                self.loss_detect_min_packets as f64,
+                self.loss_detect_min_packets >= 1,
+                ">= 1",
+            ),
             (
                 "gamma_initial",
                 self.gamma_initial,
@@ -333,6 +354,8 @@ impl CamelConfig {
             detect_min_samples: self.detect_min_samples,
             detect_min_spread: self.detect_min_spread,
             anchored_gradient: self.anchored_gradient,
+            loss_margin: self.loss_detect_margin,
+            loss_min_packets: self.loss_detect_min_packets,
         }
     }
 
@@ -581,13 +604,18 @@ impl CongestionController for Camel {
         }
         for o in &out.slices {
             self.burst.on_outcome(o.slice, o.lost);
+            self.detector.on_outcome(o.lost);
         }
         if let Some(h) = out.hold {
             self.estimator.on_hold(now, h);
         }
-        let new_delay = !out.delay.is_empty();
+        // I22: a round can also be judged on its losses alone (frames whose
+        // first packet was lost give no delay sample).
+        let new_evidence = !out.delay.is_empty() || !out.slices.is_empty();
         self.estimator.update(now);
-        if new_delay {
+        self.detector
+            .set_physical_loss(self.burst.physical_loss_estimate());
+        if new_evidence {
             if let (Some(bw), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) {
                 // I12: one decision per feedback round, D_min + H.
                 let round = d_min + self.estimator.hold();

@@ -129,7 +129,6 @@ fn after_lossy_first_period(cfg: CamelConfig) -> (Camel, Bitrate) {
     let mut c = Camel::new(Instant::ZERO, cfg);
     let mut seq = 0;
     send_frame(&mut c, 0, &mut seq, 0, 5);
-    let camel_target = c.target_bitrate();
     // 80 packets of slice 0 (two per frame), none lost; 40 of slice 1, half lost.
     let mut pk = Vec::new();
     for f in 0..40u64 {
@@ -160,6 +159,9 @@ fn after_lossy_first_period(cfg: CamelConfig) -> (Camel, Bitrate) {
             packets: pk,
         },
     );
+    // The report's loss (1/6) is above p_phys + 2 points: the detector cut
+    // γ (I22); GCC starts from the target as cut.
+    let camel_target = c.target_bitrate();
     assert_eq!(c.poll_timeout(), Some(Instant::from_secs(5)));
     c.on_timeout(Instant::from_secs(5));
     (c, camel_target)
