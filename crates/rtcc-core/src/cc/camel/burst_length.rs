@@ -134,7 +134,7 @@ impl BurstLengthController {
     }
 
     /// p_phys over the periods completed so far (the one the next eq. 7
-    /// update will use), for the congestion detector's loss test (I22).
+    /// update will use), for the congestion detector's loss test (I23).
     pub fn physical_loss_estimate(&self) -> Option<f64> {
         self.physical_loss()
     }

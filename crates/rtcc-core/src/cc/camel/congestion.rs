@@ -5,7 +5,7 @@
 //! Interpretations I9–I12 of `docs/algorithms/camel.md`: least-squares slope
 //! of D against x over the samples of the last `detect_window`, normalised by
 //! BW_avg (G = S · BW_avg, 1 above the BDP under eq. 4, 0 below); congestion
-//! ⇔ G > threshold; at most one decision per feedback round. I22: Fig. 6's
+//! ⇔ G > threshold; at most one decision per feedback round. I23: Fig. 6's
 //! detector "combines delay trends and RTCP feedback": a round whose media
 //! loss exceeds p_phys + `loss_margin` is congestion too, whatever G says.
 
@@ -34,9 +34,9 @@ pub struct DetectorConfig {
     /// compared with `gradient_threshold` (ours, I20).
     pub anchored_gradient: bool,
     /// Margin of a round's loss rate over p_phys that counts as congestion
-    /// (ours, I22; absolute).
+    /// (ours, I23; absolute).
     pub loss_margin: f64,
-    /// Fewest reported media packets for a round's loss rate to count (ours, I22).
+    /// Fewest reported media packets for a round's loss rate to count (ours, I23).
     pub loss_min_packets: u64,
 }
 
@@ -84,12 +84,12 @@ pub struct CongestionDetector {
     last_decision: Option<Instant>,
     gradient: Option<f64>,
     anchored: Option<f64>,
-    /// Media packets reported (lost, total) since the last decision (I22).
+    /// Media packets reported (lost, total) since the last decision (I23).
     lost: u64,
     reported: u64,
     /// p_phys from the bursting-length controller (§4.3), 0 before any.
     p_phys: f64,
-    /// The loss rate of the last round that had enough reports (I22).
+    /// The loss rate of the last round that had enough reports (I23).
     round_loss: Option<f64>,
 }
 
@@ -110,18 +110,18 @@ impl CongestionDetector {
         }
     }
 
-    /// Counts one media packet's first report (I22).
+    /// Counts one media packet's first report (I23).
     pub fn on_outcome(&mut self, lost: bool) {
         self.lost += u64::from(lost);
         self.reported += 1;
     }
 
-    /// Sets the physical loss rate the round's loss is judged against (I22).
+    /// Sets the physical loss rate the round's loss is judged against (I23).
     pub fn set_physical_loss(&mut self, p_phys: Option<f64>) {
         self.p_phys = p_phys.unwrap_or(0.0);
     }
 
-    /// The loss rate of the last judged round (I22).
+    /// The loss rate of the last judged round (I23).
     pub fn round_loss(&self) -> Option<f64> {
         self.round_loss
     }
@@ -190,7 +190,7 @@ impl CongestionDetector {
         {
             return Decision::Undecided;
         }
-        // I22: the round's loss against p_phys + margin (§4.3's physical
+        // I23: the round's loss against p_phys + margin (§4.3's physical
         // loss; Fig. 6's "RTCP feedback").
         let loss = (self.reported >= self.cfg.loss_min_packets.max(1))
             .then(|| self.lost as f64 / self.reported as f64);
@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn loss_above_physical_loss_is_congestion() {
-        // I22: a full drop-tail queue loses half the packets while the
+        // I23: a full drop-tail queue loses half the packets while the
         // delays stay flat (G ≈ 0) and too few frames give delay samples.
         let bw = Bitrate::mbps(1);
         let d_min = Duration::from_millis(40);

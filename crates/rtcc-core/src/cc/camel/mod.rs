@@ -84,11 +84,11 @@ pub struct CamelConfig {
     /// the delays no longer vary with in-flight).
     pub anchored_gradient: bool,
     /// Margin over p_phys of a feedback round's media loss rate that the
-    /// detector counts as congestion (ours, I22: Fig. 6's detector "combines
+    /// detector counts as congestion (ours, I23: Fig. 6's detector "combines
     /// delay trends and RTCP feedback"; absolute, tuned on fig14).
     pub loss_detect_margin: f64,
     /// Fewest media packets reported in a round for its loss rate to count
-    /// (ours, I22).
+    /// (ours, I23).
     pub loss_detect_min_packets: u64,
     /// BW_avg window (ours, I8).
     pub bw_window: Duration,
@@ -609,7 +609,7 @@ impl CongestionController for Camel {
         if let Some(h) = out.hold {
             self.estimator.on_hold(now, h);
         }
-        // I22: a round can also be judged on its losses alone (frames whose
+        // I23: a round can also be judged on its losses alone (frames whose
         // first packet was lost give no delay sample).
         let new_evidence = !out.delay.is_empty() || !out.slices.is_empty();
         self.estimator.update(now);

@@ -160,7 +160,7 @@ fn after_lossy_first_period(cfg: CamelConfig) -> (Camel, Bitrate) {
         },
     );
     // The report's loss (1/6) is above p_phys + 2 points: the detector cut
-    // γ (I22); GCC starts from the target as cut.
+    // γ (I23); GCC starts from the target as cut.
     let camel_target = c.target_bitrate();
     assert_eq!(c.poll_timeout(), Some(Instant::from_secs(5)));
     c.on_timeout(Instant::from_secs(5));
