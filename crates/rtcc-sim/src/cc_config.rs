@@ -398,6 +398,7 @@ pub(crate) fn cc_config(
                         "anchored_gradient",
                         "loss_detect_margin",
                         "loss_detect_min_packets",
+                        "share_cap_hold",
                     ],
                 ]
                 .concat(),
@@ -432,12 +433,13 @@ pub(crate) fn cc_config(
             set(&mut c.fallback, k.flag("fallback")?);
             set(&mut c.anchored_gradient, k.flag("anchored_gradient")?);
             set(&mut c.loss_detect_margin, k.number("loss_detect_margin")?);
+            set(&mut c.share_cap_hold, k.duration("share_cap_hold")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,
             );
             c.validate().map_err(|e| e.to_string())?;
-            Ok(CcConfig::Camel(c))
+            Ok(CcConfig::Camel(Box::new(c)))
         }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }
@@ -1037,7 +1039,8 @@ mod tests {
              fallback_hold = \"20s\"\ndetect_min_spread = \"3KB\"\nslice = \"4KB\"\n\
              burst_step = \"4KB\"\nburst_min = \"4KB\"\nburst_initial = \"8KB\"\n\
              burst_max = \"40KB\"\ndetect_min_samples = 5\nslice_min_packets = 3\n\
-             phys_loss_history = 4\nfallback = false"
+             phys_loss_history = 4\nfallback = false\nloss_detect_margin = 0.05\n\
+             loss_detect_min_packets = 10\nshare_cap_hold = \"2s\""
         );
         let mut want = CamelConfig::default();
         (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
@@ -1063,7 +1066,10 @@ mod tests {
         want.slice_min_packets = 3;
         want.phys_loss_history = 4;
         want.fallback = false;
-        assert_eq!(parse("camel", &text), Ok(CcConfig::Camel(want)));
+        want.loss_detect_margin = 0.05;
+        want.loss_detect_min_packets = 10;
+        want.share_cap_hold = Duration::from_secs(2);
+        assert_eq!(parse("camel", &text), Ok(CcConfig::Camel(Box::new(want))));
         // Ranges are left to `CamelConfig::validate`.
         let e = parse("camel", "gamma_initial = 2").unwrap_err();
         assert!(e.starts_with("camel: gamma_initial = 2"), "{e}");

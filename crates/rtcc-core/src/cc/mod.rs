@@ -217,8 +217,9 @@ pub enum CcConfig {
     Sqp(SqpConfig),
     /// Pudica (approximation; bandwidth-utilisation ceiling, near-zero queuing).
     Pudica(PudicaConfig),
-    /// Camel, frame-level congestion control (papers/camel.txt).
-    Camel(CamelConfig),
+    /// Camel, frame-level congestion control (papers/camel.txt); boxed, as
+    /// the largest configuration by far.
+    Camel(Box<CamelConfig>),
     /// Copa (NSDI 2018).
     Copa(CopaConfig),
     /// CUBIC (RFC 9438) over QUIC congestion control (RFC 9002 §7).
@@ -267,7 +268,7 @@ impl CcConfig {
             "fixed" => Some(CcConfig::Fixed(FixedConfig::default())),
             "sqp" => Some(CcConfig::Sqp(SqpConfig::default())),
             "pudica" => Some(CcConfig::Pudica(PudicaConfig::default())),
-            "camel" => Some(CcConfig::Camel(CamelConfig::default())),
+            "camel" => Some(CcConfig::Camel(Box::default())),
             "copa" => Some(CcConfig::Copa(CopaConfig::default())),
             "cubic" => Some(CcConfig::Cubic(CubicConfig::default())),
             "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
@@ -300,7 +301,7 @@ impl CcConfig {
             CcConfig::Fixed(c) => Controller::Fixed(Fixed::new(c.clone())),
             CcConfig::Sqp(c) => Controller::Sqp(Box::new(Sqp::new(now, c.clone()))),
             CcConfig::Pudica(c) => Controller::Pudica(Box::new(Pudica::new(now, c.clone()))),
-            CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, c.clone()))),
+            CcConfig::Camel(c) => Controller::Camel(Box::new(Camel::new(now, (**c).clone()))),
             CcConfig::Copa(c) => Controller::Copa(Box::new(Copa::new(now, c.clone()))),
             CcConfig::Cubic(c) => Controller::Cubic(Box::new(Cubic::new(now, c.clone()))),
             CcConfig::Bbr(c) => Controller::Bbr(Box::new(Bbr::new(now, c.clone()))),

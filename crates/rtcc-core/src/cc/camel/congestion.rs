@@ -40,6 +40,10 @@ pub struct DetectorConfig {
     pub loss_min_packets: u64,
 }
 
+/// Standard errors of a round's loss rate above p_phys before it counts
+/// (ours, I23: about the 97.5th percentile under physical loss alone).
+pub const LOSS_Z: f64 = 2.0;
+
 /// The outcome of one detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -91,6 +95,8 @@ pub struct CongestionDetector {
     p_phys: f64,
     /// The loss rate of the last round that had enough reports (I23).
     round_loss: Option<f64>,
+    /// The last decision was congestion by loss.
+    lossy: bool,
 }
 
 impl CongestionDetector {
@@ -107,6 +113,7 @@ impl CongestionDetector {
             reported: 0,
             p_phys: 0.0,
             round_loss: None,
+            lossy: false,
         }
     }
 
@@ -119,6 +126,11 @@ impl CongestionDetector {
     /// Sets the physical loss rate the round's loss is judged against (I23).
     pub fn set_physical_loss(&mut self, p_phys: Option<f64>) {
         self.p_phys = p_phys.unwrap_or(0.0);
+    }
+
+    /// The last decision was congestion by loss (I23).
+    pub fn lossy(&self) -> bool {
+        self.lossy
     }
 
     /// The loss rate of the last judged round (I23).
@@ -153,6 +165,7 @@ impl CongestionDetector {
         self.lost = 0;
         self.reported = 0;
         self.round_loss = None;
+        self.lossy = false;
     }
 
     /// Adds a frame-delay sample (I10: x = in flight before the frame). A
@@ -194,7 +207,12 @@ impl CongestionDetector {
         // loss; Fig. 6's "RTCP feedback").
         let loss = (self.reported >= self.cfg.loss_min_packets.max(1))
             .then(|| self.lost as f64 / self.reported as f64);
-        let lossy = loss.is_some_and(|p| p > self.p_phys + self.cfg.loss_margin);
+        // A round holds few packets: under physical loss alone its rate
+        // scatters by sqrt(p(1 − p)/n) around p_phys, so the test adds
+        // LOSS_Z standard errors (at 50 % random loss and 20 reports, 22
+        // points) to the margin.
+        let se = (self.p_phys * (1.0 - self.p_phys) / self.reported.max(1) as f64).sqrt();
+        let lossy = loss.is_some_and(|p| p > self.p_phys + self.cfg.loss_margin + LOSS_Z * se);
         if self.samples.len() < self.cfg.detect_min_samples.max(2) && !lossy {
             return Decision::Undecided;
         }
@@ -246,6 +264,7 @@ impl CongestionDetector {
         // I12: the next decision rests on frames sent after this one only, so
         // one episode of congestion is not multiplied into many cuts.
         self.samples.clear();
+        self.lossy = lossy;
         let congested = lossy
             || g.is_some_and(|g| g > self.cfg.gradient_threshold)
             || anchored.is_some_and(|a| a > self.cfg.gradient_threshold);
@@ -407,10 +426,17 @@ mod tests {
         let round = Duration::from_millis(100);
         for (p_phys, lost_of_40, expect) in [
             (None, 20, Decision::Congested),
-            // 5 % over a 4 % physical loss: within the 2-point margin.
+            // 5 % over a 4 % physical loss: within the margin.
             (Some(0.04), 2, Decision::Undecided),
-            // 10 % over 4 %: congestion.
-            (Some(0.04), 4, Decision::Congested),
+            // 10 % over 4 %: 6 points, within 2 + 2 · 3.1 = 8.2 (noise).
+            (Some(0.04), 4, Decision::Undecided),
+            // 20 % over 4 %: congestion.
+            (Some(0.04), 8, Decision::Congested),
+            // 60 % over a 50 % physical loss, 40 reports: within 2 points
+            // plus two standard errors (15.8 points), noise.
+            (Some(0.5), 24, Decision::Undecided),
+            // 80 %: congestion.
+            (Some(0.5), 32, Decision::Congested),
         ] {
             let mut d = CongestionDetector::new(cfg());
             d.set_physical_loss(p_phys);

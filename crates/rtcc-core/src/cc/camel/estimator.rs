@@ -153,6 +153,11 @@ impl Estimator {
     pub fn last_frame_delay(&self) -> Option<Duration> {
         self.last_delay
     }
+    /// The rate delivered over the last `bw_window` (I8), once anything was.
+    pub fn delivered_rate(&self) -> Option<Bitrate> {
+        let got = self.delivered.iter().fold(Bytes::ZERO, |a, &(_, b)| a + b);
+        (!self.delivered.is_empty()).then(|| got / self.bw_window)
+    }
     /// Number of bandwidth samples in the window.
     pub fn bw_samples(&self) -> usize {
         self.bw.len()

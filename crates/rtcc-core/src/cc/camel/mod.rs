@@ -90,6 +90,9 @@ pub struct CamelConfig {
     /// Fewest media packets reported in a round for its loss rate to count
     /// (ours, I23).
     pub loss_detect_min_packets: u64,
+    /// How long after a round congested by loss BW_avg is capped by the
+    /// delivered rate (ours, I24; zero, the default, disables the cap).
+    pub share_cap_hold: Duration,
     /// BW_avg window (ours, I8).
     pub bw_window: Duration,
     /// D_min window (ours, I8: BBR's 10 s min-RTT window; 30 s suits the
@@ -150,6 +153,9 @@ impl Default for CamelConfig {
             anchored_gradient: false,
             loss_detect_margin: 0.02,
             loss_detect_min_packets: 20,
+            // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
+            // target to 30 kbps; camel.md I24.
+            share_cap_hold: Duration::ZERO,
             bw_window: Duration::from_secs(1),
             min_delay_window: Duration::from_secs(10),
             burst_gap: Duration::from_millis(1),
@@ -457,6 +463,11 @@ pub struct Camel {
     /// Target used until the first bandwidth sample: the start bitrate, or
     /// GCC's last target after a fall-back (I19).
     held_target: Bitrate,
+    /// I24: until when BW_avg is capped by the delivered rate (set by a
+    /// round congested by loss).
+    cap_until: Option<Instant>,
+    /// The cap is active (as of the last feedback).
+    share_capped: bool,
 }
 
 impl Camel {
@@ -469,6 +480,8 @@ impl Camel {
             detector: CongestionDetector::new(config.detector()),
             burst: BurstLengthController::new(now, config.burst()),
             fallback: None,
+            cap_until: None,
+            share_capped: false,
             held_target: config
                 .start_bitrate
                 .clamp(config.min_bitrate, config.max_bitrate),
@@ -505,7 +518,17 @@ impl Camel {
 
     /// Camel's own target, eq. 6: γ · BW_avg clamped to the bounds.
     fn camel_target(&self) -> Bitrate {
-        match self.estimator.bw_avg() {
+        // I24: for `share_cap_hold` after a round congested by loss, the flow
+        // is backlogged at the bottleneck, and what it gets delivered, with
+        // the physical loss added back, is its share.
+        let bw_avg = match (self.estimator.bw_avg(), self.estimator.delivered_rate()) {
+            (Some(b), Some(d)) if self.share_capped => {
+                let p = self.burst.physical_loss_estimate().unwrap_or(0.0);
+                Some(b.min(d.mul_f64(1.0 / (1.0 - p.min(0.9)))))
+            }
+            (b, _) => b,
+        };
+        match bw_avg {
             // §4.2, eq. 6: target = γ · BW_avg.
             Some(bw) => bw
                 .mul_f64(self.detector.gamma())
@@ -620,8 +643,12 @@ impl CongestionController for Camel {
                 // I12: one decision per feedback round, D_min + H.
                 let round = d_min + self.estimator.hold();
                 self.detector.detect(now, bw, d_min, round);
+                if self.detector.lossy() {
+                    self.cap_until = Some(now + self.config.share_cap_hold);
+                }
             }
         }
+        self.share_capped = self.cap_until.is_some_and(|t| now < t);
         if let Some(f) = &mut self.fallback {
             f.gcc.on_feedback(now, report);
         }

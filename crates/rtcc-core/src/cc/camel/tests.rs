@@ -233,3 +233,55 @@ fn config_errors_name_the_field() {
         .contains("burst_initial"));
     assert!(CamelConfig::default().validate().is_ok());
 }
+
+/// I24: after a round congested by loss, BW_avg is capped by the delivered
+/// rate (physical loss added back) for `share_cap_hold`; with a zero hold
+/// only γ falls.
+#[test]
+fn loss_congestion_caps_bw_avg_by_the_delivered_rate() {
+    for (hold, want) in [
+        (Duration::from_secs(5), Bitrate::kbps(190)),
+        (Duration::ZERO, Bitrate::kbps(950)),
+    ] {
+        let cfg = CamelConfig {
+            share_cap_hold: hold,
+            ..CamelConfig::default()
+        };
+        let mut c = Camel::new(Instant::ZERO, cfg);
+        let mut seq = 0;
+        // A clean 5-packet frame: BW_avg = 1 Mbps, 5000 B delivered.
+        let now = send_frame(&mut c, 0, &mut seq, 0, 5);
+        assert_eq!(c.target_bitrate(), Bitrate::mbps(1));
+        // A 40-packet frame at 100 ms whose last 20 packets are lost: no new
+        // eq. 2 sample (its head lost packets), 20 000 B more delivered, and
+        // a round losing 50 % of 40 reports against p_phys = 0.
+        let mut pk = Vec::new();
+        for i in 0..40u64 {
+            let p = SentPacket {
+                seq,
+                size: Bytes::new(1000),
+                send_time: ms(100),
+                kind: PacketKind::Media,
+                frame_id: Some(1),
+                first_in_frame: i == 0,
+                last_in_frame: i == 39,
+                bytes_in_flight: Bytes::new(1000 * (i + 1)),
+            };
+            seq += 1;
+            c.on_packet_sent(ms(100), &p);
+            pk.push(PacketResult {
+                sent: p,
+                arrival: (i < 20).then(|| ms(128 + 8 * i)),
+            });
+        }
+        let report = FeedbackReport {
+            report_time: ms(300),
+            packets: pk,
+        };
+        c.on_feedback((now + Duration::from_millis(300)).max(ms(320)), &report);
+        assert!((c.internals().gamma - 0.95).abs() < 1e-12);
+        assert_eq!(c.internals().bw_avg, Some(Bitrate::mbps(1)));
+        // Delivered: 25 000 B over the 1 s window = 200 kbps; × γ = 190 kbps.
+        assert_eq!(c.target_bitrate(), want, "hold {hold}");
+    }
+}
