@@ -399,6 +399,7 @@ pub(crate) fn cc_config(
                         "loss_detect_margin",
                         "loss_detect_min_packets",
                         "share_cap_hold",
+                        "gamma_increase",
                     ],
                 ]
                 .concat(),
@@ -434,6 +435,7 @@ pub(crate) fn cc_config(
             set(&mut c.anchored_gradient, k.flag("anchored_gradient")?);
             set(&mut c.loss_detect_margin, k.number("loss_detect_margin")?);
             set(&mut c.share_cap_hold, k.duration("share_cap_hold")?);
+            set(&mut c.gamma_increase, k.number("gamma_increase")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

@@ -38,6 +38,9 @@ pub struct DetectorConfig {
     pub loss_margin: f64,
     /// Fewest reported media packets for a round's loss rate to count (ours, I23).
     pub loss_min_packets: u64,
+    /// γ's step back towards γ₀ per clear round; 0 resets γ to γ₀ at once,
+    /// as §4.2 says (ours, I25).
+    pub gamma_increase: f64,
 }
 
 /// Standard errors of a round's loss rate above p_phys before it counts
@@ -273,8 +276,13 @@ impl CongestionDetector {
             self.gamma *= self.cfg.gamma_decrease;
             Decision::Congested
         } else {
-            // §4.2: "If no congestion is detected, γ is reset to 1."
-            self.gamma = self.cfg.gamma_initial;
+            // §4.2: "If no congestion is detected, γ is reset to 1." I25:
+            // or, with `gamma_increase`, it climbs back additively.
+            self.gamma = if self.cfg.gamma_increase > 0.0 {
+                (self.gamma + self.cfg.gamma_increase).min(self.cfg.gamma_initial)
+            } else {
+                self.cfg.gamma_initial
+            };
             Decision::Clear
         }
     }
@@ -297,6 +305,7 @@ mod tests {
             anchored_gradient: false,
             loss_margin: 0.02,
             loss_min_packets: 20,
+            gamma_increase: 0.0,
         }
     }
 

@@ -90,6 +90,9 @@ pub struct CamelConfig {
     /// Fewest media packets reported in a round for its loss rate to count
     /// (ours, I23).
     pub loss_detect_min_packets: u64,
+    /// γ's additive step back towards γ₀ per clear round (ours, I25); 0,
+    /// the paper's rule, resets γ to γ₀ at once (§4.2).
+    pub gamma_increase: f64,
     /// How long after a round congested by loss BW_avg is capped by the
     /// delivered rate (ours, I24; zero, the default, disables the cap).
     pub share_cap_hold: Duration,
@@ -153,6 +156,7 @@ impl Default for CamelConfig {
             anchored_gradient: false,
             loss_detect_margin: 0.02,
             loss_detect_min_packets: 20,
+            gamma_increase: 0.0,
             // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
             // target to 30 kbps; camel.md I24.
             share_cap_hold: Duration::ZERO,
@@ -215,7 +219,13 @@ impl CamelConfig {
         }
         let secs = |d: Duration| d.as_secs_f64();
         let b = |x: Bytes| x.as_f64();
-        let checks: [(&'static str, f64, bool, &'static str); 21] = [
+        let checks: [(&'static str, f64, bool, &'static str); 22] = [
+            (
+                "gamma_increase",
+                self.gamma_increase,
+                (0.0..=1.0).contains(&self.gamma_increase),
+                "[0, 1]",
+            ),
             (
                 "loss_detect_margin",
                 self.loss_detect_margin,
@@ -362,6 +372,7 @@ impl CamelConfig {
             anchored_gradient: self.anchored_gradient,
             loss_margin: self.loss_detect_margin,
             loss_min_packets: self.loss_detect_min_packets,
+            gamma_increase: self.gamma_increase,
         }
     }
 
