@@ -226,21 +226,17 @@ impl CongestionDetector {
                                             // the delays no longer vary with x (a queue that other traffic keeps
                                             // full). The window's lowest delay, not its mean, so that jitter,
                                             // which leaves some frames near D_min, does not count.
-        let anchored = self
-            .cfg
-            .anchored_gradient
-            .then(|| {
-                let n = self.samples.len() as f64;
-                let (sx, dlo) = self
-                    .samples
-                    .iter()
-                    .fold((0.0, f64::MAX), |(sx, dlo), &(_, x, d)| {
-                        (sx + x, dlo.min(d))
-                    });
-                let mx = sx / n;
-                (mx > 0.0).then(|| (dlo - d_min.as_secs_f64()).max(0.0) / mx * bw)
-            })
-            .flatten();
+        let anchored_gradient = || {
+            let n = self.samples.len() as f64;
+            let (sx, dlo) = self
+                .samples
+                .iter()
+                .fold((0.0, f64::MAX), |(sx, dlo), &(_, x, d)| {
+                    (sx + x, dlo.min(d))
+                });
+            let mx = sx / n;
+            (n >= 1.0 && mx > 0.0).then(|| (dlo - d_min.as_secs_f64()).max(0.0) / mx * bw)
+        };
         let (lo, hi) = self
             .samples
             .iter()
@@ -251,6 +247,15 @@ impl CongestionDetector {
             None
         } else {
             slope(self.samples.iter().map(|&(_, x, d)| (x, d))).map(|s| s * bw)
+        };
+        // I20: the anchored gradient when configured; I11 (revised): also
+        // when the in-flight spread is too small for a slope (frames of one
+        // packet at a low target), so that a flow whose target fell that low
+        // is not left undecided, with γ frozen, for ever.
+        let anchored = if self.cfg.anchored_gradient || g.is_none() {
+            anchored_gradient()
+        } else {
+            None
         };
         if g.is_none() && anchored.is_none() && !lossy {
             return Decision::Undecided;
@@ -555,11 +560,33 @@ mod tests {
     }
 
     #[test]
-    fn constant_inflight_gives_no_decision() {
+    fn constant_inflight_is_judged_on_the_anchor() {
+        // I11 (revised): in-flight spread < one packet gives no slope; the
+        // anchored gradient decides instead, so a flow whose frames are all
+        // one packet long is not left with γ frozen.
+        let at = |standing: f64| {
+            let mut d = CongestionDetector::new(cfg());
+            feed(&mut d, 0, |k| (5000 + (k % 2) * 1000, 0.040 + standing));
+            let dec = d.detect(
+                Instant::from_millis(900),
+                Bitrate::mbps(2),
+                Duration::from_millis(40),
+                Duration::ZERO,
+            );
+            (dec, d.gradient(), d.anchored_gradient())
+        };
+        // Delays at D_min: clear.
+        let (dec, g, ga) = at(0.0);
+        assert_eq!((dec, g), (Decision::Clear, None));
+        assert_eq!(ga, Some(0.0));
+        // A queue standing 100 ms above D_min with 5.5 KB in flight (22 ms
+        // at 2 Mbps): G_a ≈ 4.5 > threshold.
+        let (dec, g, ga) = at(0.1);
+        assert_eq!((dec, g), (Decision::Congested, None));
+        assert!((ga.unwrap() - 0.1 / (5500.0 / 250_000.0)).abs() < 0.2, "{ga:?}");
+        // Too few samples: still undecided.
         let mut d = CongestionDetector::new(cfg());
-        feed(&mut d, 0, |k| {
-            (5000 + (k % 2) * 1000, 0.025 + k as f64 * 0.001)
-        });
+        d.on_sample(Instant::ZERO, Bytes::new(5000), Duration::from_millis(40));
         let dec = d.detect(
             Instant::from_millis(900),
             Bitrate::mbps(2),

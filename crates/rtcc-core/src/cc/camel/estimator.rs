@@ -27,6 +27,8 @@ pub struct Estimator {
     bw: VecDeque<(Instant, Bytes, Duration)>,
     /// (report time, bytes) of packets reported received.
     delivered: VecDeque<(Instant, Bytes)>,
+    /// Send times of heads that lost a packet (I8).
+    lossy_heads: VecDeque<Instant>,
     delay: VecDeque<(Instant, Duration)>,
     hold: VecDeque<(Instant, Duration)>,
     bw_avg: Option<Bitrate>,
@@ -44,6 +46,7 @@ impl Estimator {
             min_delay_window,
             bw: VecDeque::new(),
             delivered: VecDeque::new(),
+            lossy_heads: VecDeque::new(),
             delay: VecDeque::new(),
             hold: VecDeque::new(),
             bw_avg: None,
@@ -67,6 +70,12 @@ impl Estimator {
     /// expires to, I8).
     pub fn on_delivered(&mut self, now: Instant, bytes: Bytes) {
         self.delivered.push_back((now, bytes));
+    }
+
+    /// Notes a head of a frame sent at `send_time` that lost a packet and
+    /// gave no sample (I8: the evidence that BW_avg is stale).
+    pub fn on_lossy_head(&mut self, send_time: Instant) {
+        self.lossy_heads.push_back(send_time);
     }
 
     /// Adds a frame-delay sample of a frame sent at `send_time`.
@@ -98,6 +107,13 @@ impl Estimator {
             self.bw.pop_front();
         }
         expire(now, &mut self.delivered, self.bw_window);
+        while self
+            .lossy_heads
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) > self.bw_window)
+        {
+            self.lossy_heads.pop_front();
+        }
         expire(now, &mut self.delay, self.min_delay_window);
         expire(now, &mut self.hold, HOLD_WINDOW);
         let (bytes, span) = self
@@ -110,10 +126,13 @@ impl Estimator {
             // §4.1, eq. 3: "the average frame-level bandwidth", as Σ bytes /
             // Σ dispersion over the window (I8).
             self.bw_avg = Some(bytes / span);
-        } else if self.bw_avg.is_some() {
-            // I8: no head survived for a whole window (every head lost a
-            // packet, or none was sent): the last average is stale evidence;
-            // what the path delivered is the evidence left.
+        } else if self.bw_avg.is_some() && !self.lossy_heads.is_empty() {
+            // I8: no head survived for a whole window and some were lost:
+            // the last average is stale evidence; what the path delivered is
+            // the evidence left. Frames too small to measure (one packet)
+            // say nothing against the last average, which is held: the
+            // delivered rate of an application-limited flow is no bound on
+            // the path, and expiring to it would ratchet the target down.
             let got = self.delivered.iter().fold(Bytes::ZERO, |a, &(_, b)| a + b);
             self.bw_avg = Some(got / self.bw_window);
         }
@@ -130,6 +149,7 @@ impl Estimator {
     pub fn reset_bandwidth(&mut self) {
         self.bw.clear();
         self.delivered.clear();
+        self.lossy_heads.clear();
         self.bw_avg = None;
     }
 
@@ -220,16 +240,23 @@ mod tests {
     }
 
     #[test]
-    fn bw_avg_expires_to_the_delivered_rate() {
+    fn bw_avg_expires_to_the_delivered_rate_when_heads_are_lost() {
         let mut e = est();
         sample(&mut e, Instant::ZERO, 1000);
         e.update(Instant::ZERO);
         assert_eq!(e.bw_avg(), Some(Bitrate::mbps(1)));
         // No head survives for more than a window; 25 KB are delivered in
-        // the last second: BW_avg = 200 kbps, not the stale 1 Mbps.
+        // the last second.
         for k in 1..=10 {
             e.on_delivered(Instant::from_millis(1000 + 100 * k), Bytes::new(2500));
         }
+        // Frames too small to measure: the last average is held (an
+        // application-limited delivered rate is no evidence).
+        e.update(Instant::from_millis(2000));
+        assert_eq!(e.bw_samples(), 0);
+        assert_eq!(e.bw_avg(), Some(Bitrate::mbps(1)));
+        // Heads lost packets: BW_avg = 200 kbps, not the stale 1 Mbps.
+        e.on_lossy_head(Instant::from_millis(1500));
         e.update(Instant::from_millis(2000));
         assert_eq!(e.bw_samples(), 0);
         assert_eq!(e.bw_avg(), Some(Bitrate::kbps(200)));

@@ -66,15 +66,17 @@ impl FrameRecord {
     /// packet gives no sample: behind a full drop-tail queue, the packets
     /// that survive are those admitted back to back, and their dispersion
     /// reads the capacity, not what this flow gets of it.
-    fn head_train(&self) -> Option<(Bytes, Duration)> {
+    fn head_train(&self) -> Result<(Bytes, Duration), HeadTrain> {
         let mut first: Option<Instant> = None;
         let mut last = Instant::ZERO;
         let mut bytes = Bytes::ZERO;
         let mut n = 0usize;
+        let in_head = self.packets.iter().filter(|p| p.in_head).count();
         for p in self.packets.iter().filter(|p| p.in_head) {
             let a = match p.arrival {
                 Some(Some(a)) => a,
-                Some(None) => return None,
+                Some(None) if in_head >= 2 => return Err(HeadTrain::Lossy),
+                Some(None) => return Err(HeadTrain::TooShort),
                 None => continue,
             };
             n += 1;
@@ -89,12 +91,26 @@ impl FrameRecord {
                 }
             }
         }
-        let span = last.saturating_duration_since(first?);
+        let Some(first) = first else {
+            return Err(HeadTrain::TooShort);
+        };
+        let span = last.saturating_duration_since(first);
         if n < 2 || span.is_zero() {
-            return None;
+            return Err(HeadTrain::TooShort);
         }
-        Some((bytes, span))
+        Ok((bytes, span))
     }
+}
+
+/// Why a frame's head gave no eq. 2 sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeadTrain {
+    /// A head of two packets or more lost one (I3): the path is losing the
+    /// bursts, and the survivors would read the capacity.
+    Lossy,
+    /// Fewer than two packets reached the receiver, or no dispersion: the
+    /// frame was too small to measure anything.
+    TooShort,
 }
 
 /// A frame-level bandwidth sample (eq. 2).
@@ -141,6 +157,9 @@ pub struct SamplerOutput {
     pub slices: Vec<SliceOutcome>,
     /// Longest receiver hold (`report_time − arrival`) in this report.
     pub hold: Option<Duration>,
+    /// Send times of the heads of two packets or more that lost one and
+    /// so gave no eq. 2 sample (I3, I8).
+    pub lossy_heads: Vec<Instant>,
 }
 
 impl SamplerOutput {
@@ -149,6 +168,7 @@ impl SamplerOutput {
         self.delay.clear();
         self.slices.clear();
         self.hold = None;
+        self.lossy_heads.clear();
     }
 }
 
@@ -372,14 +392,17 @@ impl FrameSampler {
             let stale = now.saturating_duration_since(rec.created) > timeout;
             if !rec.bw_done && (rec.head_reported() || stale) {
                 rec.bw_done = true;
-                if let (Some((bytes, span)), Some(first)) = (rec.head_train(), rec.packets.first())
-                {
-                    out.bandwidth.push(BandwidthSample {
-                        send_time: first.send_time,
-                        bandwidth: bytes / span,
-                        bytes,
-                        span,
-                    });
+                if let Some(first) = rec.packets.first() {
+                    match rec.head_train() {
+                        Ok((bytes, span)) => out.bandwidth.push(BandwidthSample {
+                            send_time: first.send_time,
+                            bandwidth: bytes / span,
+                            bytes,
+                            span,
+                        }),
+                        Err(HeadTrain::Lossy) => out.lossy_heads.push(first.send_time),
+                        Err(HeadTrain::TooShort) => {}
+                    }
                 }
             }
             let done = rec.bw_done && rec.delay_done && rec.all_reported();
@@ -548,6 +571,7 @@ mod tests {
             }
             let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
             assert!(out.bandwidth.is_empty(), "{arr:?}");
+            assert_eq!(out.lossy_heads, vec![pk[0].send_time], "{arr:?}");
             if arr[0].is_none() {
                 assert!(
                     out.delay.is_empty(),
@@ -574,6 +598,7 @@ mod tests {
         s.on_packet_sent(pk[0].send_time, &pk[0]);
         let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &[Some(20.0)]), Duration::ZERO);
         assert!(out.bandwidth.is_empty());
+        assert!(out.lossy_heads.is_empty(), "too short, not lossy");
         assert_eq!(out.delay.len(), 1);
         assert_eq!(s.open_records(), 0);
     }

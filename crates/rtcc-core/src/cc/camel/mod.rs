@@ -628,6 +628,9 @@ impl CongestionController for Camel {
         for s in &out.bandwidth {
             self.estimator.on_bandwidth(s.send_time, s.bytes, s.span);
         }
+        for &t in &out.lossy_heads {
+            self.estimator.on_lossy_head(t);
+        }
         // I8: what was delivered, for BW_avg when no head survives.
         for r in report.packets.iter().filter(|r| r.arrival.is_some()) {
             self.estimator.on_delivered(now, r.sent.size);
