@@ -400,6 +400,8 @@ pub(crate) fn cc_config(
                         "loss_detect_min_packets",
                         "share_cap_hold",
                         "gamma_increase",
+                        "standing_queue",
+                        "drain_interval",
                     ],
                 ]
                 .concat(),
@@ -436,6 +438,8 @@ pub(crate) fn cc_config(
             set(&mut c.loss_detect_margin, k.number("loss_detect_margin")?);
             set(&mut c.share_cap_hold, k.duration("share_cap_hold")?);
             set(&mut c.gamma_increase, k.number("gamma_increase")?);
+            set(&mut c.standing_queue, k.duration("standing_queue")?);
+            set(&mut c.drain_interval, k.duration("drain_interval")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

@@ -19,7 +19,7 @@ pub struct BurstConfig {
     pub slice: Bytes,
     /// Update period (§4.3: every 5 s).
     pub update_interval: Duration,
-    /// Absolute margin over p_phys (§4.3: "10 % above", I17).
+    /// Relative margin over p_phys (§4.3: "10 % above", I17).
     pub loss_margin: f64,
     /// Step of L (ours, I18).
     pub step: Bytes,
@@ -33,6 +33,25 @@ pub struct BurstConfig {
     pub slice_min_packets: u64,
     /// Periods pooled for p_phys (ours, I16).
     pub history: usize,
+}
+
+/// Standard errors by which p_cur must exceed p_phys, besides the 10 %
+/// margin, for the difference to count (ours, I17: a pooled two-proportion
+/// test, about the 97.5th percentile; without it a clean slice 0 and one
+/// lost packet among 30 would shrink L).
+pub const SLICE_Z: f64 = 2.0;
+
+/// Whether a loss rate `p` over `n` packets is "10 % above" p_phys measured
+/// over `n_phys` packets (§4.3, eq. 7; I17): above (1 + `margin`) · p_phys
+/// and above it by [`SLICE_Z`] pooled standard errors (with a continuity
+/// correction).
+pub fn above_physical(p: f64, n: u64, p_phys: f64, n_phys: u64, margin: f64) -> bool {
+    let (n1, n2) = (n.max(1) as f64, n_phys.max(1) as f64);
+    let pooled = (p * n1 + p_phys * n2) / (n1 + n2);
+    let se = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
+    // Yates' continuity correction: the counts are small (30 packets).
+    let continuity = 0.5 * (1.0 / n1 + 1.0 / n2);
+    p > p_phys * (1.0 + margin) && p - p_phys - continuity > SLICE_Z * se
 }
 
 /// What one eq. 7 update did.
@@ -120,23 +139,23 @@ impl BurstLengthController {
     /// pooling it in turned sustained overflow loss into "physical" loss.
     /// Until a past period qualifies (the first 5 s, or after a restart with
     /// no history) the current slice 0 stands in, as the only evidence.
-    fn physical_loss(&self) -> Option<f64> {
+    fn physical_loss(&self) -> Option<(f64, u64)> {
         let rate = |p: &Counts| {
             p.first()
                 .filter(|&&(_, t)| t >= self.cfg.slice_min_packets)
-                .map(|&(l, t)| l as f64 / t as f64)
+                .map(|&(l, t)| (l as f64 / t as f64, t))
         };
         self.past
             .iter()
             .filter_map(rate)
-            .min_by(f64::total_cmp)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
             .or_else(|| rate(&self.current))
     }
 
     /// p_phys over the periods completed so far (the one the next eq. 7
     /// update will use), for the congestion detector's loss test (I23).
     pub fn physical_loss_estimate(&self) -> Option<f64> {
-        self.physical_loss()
+        self.physical_loss().map(|(p, _)| p)
     }
 
     /// Eq. 7 (rebuilt) at `now` if a period boundary was reached; `None` otherwise.
@@ -167,25 +186,26 @@ impl BurstLengthController {
             .current
             .iter()
             .fold((0u64, 0u64), |(a, b), &(l, t)| (a + l, b + t));
-        self.p_phys = self.physical_loss();
+        let phys = self.physical_loss();
+        self.p_phys = phys.map(|(p, _)| p);
         let result = if total < self.cfg.slice_min_packets {
             self.p_cur = None;
             BurstUpdate::Hold
         } else {
             let p_cur = lost as f64 / total as f64;
             self.p_cur = Some(p_cur);
-            let p_phys = self.p_phys.unwrap_or(p_cur);
+            let (p_phys, n_phys) = phys.unwrap_or((p_cur, total));
             let p_all = all_lost as f64 / all_total as f64;
-            let over = |p: f64| p > p_phys + self.cfg.loss_margin;
+            let over = |p: f64, n: u64| above_physical(p, n, p_phys, n_phys, self.cfg.loss_margin);
             // §4.3: "If the loss rate of the current interval surpasses 10 % above
             // p_min, L is decremented. Otherwise, L is incremented. If L has
             // already reached its minimum value and the loss rate is still above
             // p_min, the algorithm falls back to a GCC-based approach." At the
             // minimum the burst is no longer what loses packets, so "the loss
             // rate" there is the period's loss over all slices (I19).
-            if self.burst_length <= self.cfg.min && (over(p_cur) || over(p_all)) {
+            if self.burst_length <= self.cfg.min && (over(p_cur, total) || over(p_all, all_total)) {
                 BurstUpdate::Fallback
-            } else if over(p_cur) {
+            } else if over(p_cur, total) {
                 self.burst_length = self
                     .burst_length
                     .saturating_sub(self.cfg.step)
@@ -264,12 +284,31 @@ mod tests {
     }
 
     #[test]
-    fn margin_is_ten_points() {
-        for (p_cur, expect) in [(0.14, BurstUpdate::Grow), (0.16, BurstUpdate::Shrink)] {
+    fn margin_is_ten_percent_and_significant() {
+        // p_phys 0.30 over 1000 packets: "10 % above" is 0.33, and with 1000
+        // packets in the current slice two pooled standard errors are about
+        // 4 points, so 0.33 is not enough and 0.36 is.
+        for (p_cur, expect) in [
+            (0.32, BurstUpdate::Grow),
+            (0.33, BurstUpdate::Grow),
+            (0.36, BurstUpdate::Shrink),
+        ] {
             let mut b = BurstLengthController::new(Instant::ZERO, cfg());
-            period(&mut b, 4, 100, |j| if j == 3 { p_cur } else { 0.05 });
+            period(&mut b, 4, 1000, |j| if j == 3 { p_cur } else { 0.30 });
             assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(expect), "{p_cur}");
         }
+        // A clean slice 0 and one loss among 30 packets: not significant.
+        let mut b = BurstLengthController::new(Instant::ZERO, cfg());
+        period(&mut b, 3, 100, |_| 0.0);
+        period(&mut b, 4, 30, |j| if j == 3 { 1.0 / 30.0 } else { 0.0 });
+        assert_eq!(b.on_timeout(Instant::from_secs(5)), Some(BurstUpdate::Grow));
+        // Ten points above a 5 % p_phys with 100 packets each: significant.
+        assert!(above_physical(0.15, 100, 0.05, 100, 0.1));
+        assert!(
+            !above_physical(0.15, 100, 0.05, 100, 2.5),
+            "below 3.5 × 0.05"
+        );
+        assert!(!above_physical(0.09, 100, 0.05, 100, 0.1), "within noise");
     }
 
     #[test]

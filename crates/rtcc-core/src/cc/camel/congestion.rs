@@ -41,6 +41,10 @@ pub struct DetectorConfig {
     /// γ's step back towards γ₀ per clear round; 0 resets γ to γ₀ at once,
     /// as §4.2 says (ours, I25).
     pub gamma_increase: f64,
+    /// A window whose lowest frame delay stands this far above D_min is
+    /// congested (ours, I26: §4.2's ground truth "RTT exceeds RTprop", the
+    /// same delay for every flow on the path); zero disables the test.
+    pub standing_queue: Duration,
 }
 
 /// Standard errors of a round's loss rate above p_phys before it counts
@@ -237,12 +241,16 @@ impl CongestionDetector {
             let mx = sx / n;
             (n >= 1.0 && mx > 0.0).then(|| (dlo - d_min.as_secs_f64()).max(0.0) / mx * bw)
         };
-        let (lo, hi) = self
-            .samples
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, x, _)| {
-                (lo.min(x), hi.max(x))
-            });
+        let (lo, hi, dlo) = self.samples.iter().fold(
+            (f64::MAX, f64::MIN, f64::MAX),
+            |(lo, hi, dlo), &(_, x, d)| (lo.min(x), hi.max(x), dlo.min(d)),
+        );
+        // I26: the queue every frame of the window waited behind, the same
+        // for every flow through the bottleneck (unlike G_a, which divides
+        // it by the flow's own in-flight and so cuts small flows harder).
+        let standing = !self.cfg.standing_queue.is_zero()
+            && self.samples.len() >= self.cfg.detect_min_samples.max(2)
+            && dlo - d_min.as_secs_f64() > self.cfg.standing_queue.as_secs_f64();
         let g = if hi - lo < self.cfg.detect_min_spread.as_f64() {
             None
         } else {
@@ -257,7 +265,7 @@ impl CongestionDetector {
         } else {
             None
         };
-        if g.is_none() && anchored.is_none() && !lossy {
+        if g.is_none() && anchored.is_none() && !lossy && !standing {
             return Decision::Undecided;
         }
         if loss.is_some() {
@@ -274,6 +282,7 @@ impl CongestionDetector {
         self.samples.clear();
         self.lossy = lossy;
         let congested = lossy
+            || standing
             || g.is_some_and(|g| g > self.cfg.gradient_threshold)
             || anchored.is_some_and(|a| a > self.cfg.gradient_threshold);
         if congested {
@@ -311,6 +320,7 @@ mod tests {
             loss_margin: 0.02,
             loss_min_packets: 20,
             gamma_increase: 0.0,
+            standing_queue: Duration::ZERO,
         }
     }
 
@@ -583,7 +593,10 @@ mod tests {
         // at 2 Mbps): G_a ≈ 4.5 > threshold.
         let (dec, g, ga) = at(0.1);
         assert_eq!((dec, g), (Decision::Congested, None));
-        assert!((ga.unwrap() - 0.1 / (5500.0 / 250_000.0)).abs() < 0.2, "{ga:?}");
+        assert!(
+            (ga.unwrap() - 0.1 / (5500.0 / 250_000.0)).abs() < 0.2,
+            "{ga:?}"
+        );
         // Too few samples: still undecided.
         let mut d = CongestionDetector::new(cfg());
         d.on_sample(Instant::ZERO, Bytes::new(5000), Duration::from_millis(40));

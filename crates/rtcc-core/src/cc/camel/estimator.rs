@@ -33,6 +33,8 @@ pub struct Estimator {
     hold: VecDeque<(Instant, Duration)>,
     bw_avg: Option<Bitrate>,
     d_min: Option<Duration>,
+    /// Send time of the newest frame whose delay is D_min (I27).
+    d_min_stamp: Option<Instant>,
     h: Duration,
     last_bw: Option<Bitrate>,
     last_delay: Option<Duration>,
@@ -51,6 +53,7 @@ impl Estimator {
             hold: VecDeque::new(),
             bw_avg: None,
             d_min: None,
+            d_min_stamp: None,
             h: Duration::ZERO,
             last_bw: None,
             last_delay: None,
@@ -139,6 +142,12 @@ impl Estimator {
         if let Some(m) = self.delay.iter().map(|&(_, d)| d).min() {
             // §4.1: "the minimum observed frame-level delay" ≈ RTprop.
             self.d_min = Some(m);
+            self.d_min_stamp = self
+                .delay
+                .iter()
+                .rev()
+                .find(|&&(_, d)| d == m)
+                .map(|&(t, _)| t);
         }
         if let Some(h) = self.hold.iter().map(|&(_, h)| h).max() {
             self.h = h;
@@ -160,6 +169,10 @@ impl Estimator {
     /// D_min, once a sample was seen.
     pub fn d_min(&self) -> Option<Duration> {
         self.d_min
+    }
+    /// Send time of the newest frame whose delay is D_min (I27).
+    pub fn d_min_stamp(&self) -> Option<Instant> {
+        self.d_min_stamp
     }
     /// H: the longest receiver hold over the last second.
     pub fn hold(&self) -> Duration {

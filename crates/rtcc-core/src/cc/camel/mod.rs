@@ -51,6 +51,12 @@ use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
+/// Time a drain lasts beyond one D_min (ours, I27: BBR's ProbeRTT, 200 ms).
+pub const DRAIN_TIME: Duration = Duration::from_millis(200);
+
+/// Target scale during a drain (ours, I27).
+pub const DRAIN_GAIN: f64 = 0.5;
+
 /// Smallest window: two full packets (1200 B payload + 48 B headers, the
 /// simulator's default packet; I13).
 pub const MIN_CWND: Bytes = Bytes::new(2 * 1248);
@@ -93,6 +99,14 @@ pub struct CamelConfig {
     /// γ's additive step back towards γ₀ per clear round (ours, I25); 0,
     /// the paper's rule, resets γ to γ₀ at once (§4.2).
     pub gamma_increase: f64,
+    /// Standing-queue test: a detector window whose lowest frame delay is
+    /// this far above D_min is congested (ours, I26); zero disables it.
+    pub standing_queue: Duration,
+    /// Drain: when no frame has seen a delay as low as D_min for this long,
+    /// the target is halved and the window cut to two packets for
+    /// `DRAIN_TIME` + D_min, so that a standing queue empties and every
+    /// flow re-learns RTprop (ours, I27, BBR's ProbeRTT); zero disables it.
+    pub drain_interval: Duration,
     /// How long after a round congested by loss BW_avg is capped by the
     /// delivered rate (ours, I24; zero, the default, disables the cap).
     pub share_cap_hold: Duration,
@@ -157,6 +171,8 @@ impl Default for CamelConfig {
             loss_detect_margin: 0.02,
             loss_detect_min_packets: 20,
             gamma_increase: 0.0,
+            standing_queue: Duration::ZERO,
+            drain_interval: Duration::ZERO,
             // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
             // target to 30 kbps; camel.md I24.
             share_cap_hold: Duration::ZERO,
@@ -373,6 +389,7 @@ impl CamelConfig {
             loss_margin: self.loss_detect_margin,
             loss_min_packets: self.loss_detect_min_packets,
             gamma_increase: self.gamma_increase,
+            standing_queue: self.standing_queue,
         }
     }
 
@@ -479,6 +496,10 @@ pub struct Camel {
     cap_until: Option<Instant>,
     /// The cap is active (as of the last feedback).
     share_capped: bool,
+    /// I27: end of the current drain, if one is running.
+    drain_until: Option<Instant>,
+    /// I27: end of the last drain (no new drain for `drain_interval` after it).
+    drained_at: Option<Instant>,
 }
 
 impl Camel {
@@ -493,6 +514,8 @@ impl Camel {
             fallback: None,
             cap_until: None,
             share_capped: false,
+            drain_until: None,
+            drained_at: None,
             held_target: config
                 .start_bitrate
                 .clamp(config.min_bitrate, config.max_bitrate),
@@ -539,13 +562,48 @@ impl Camel {
             }
             (b, _) => b,
         };
+        let drain = if self.drain_until.is_some() {
+            DRAIN_GAIN
+        } else {
+            1.0
+        };
         match bw_avg {
-            // §4.2, eq. 6: target = γ · BW_avg.
+            // §4.2, eq. 6: target = γ · BW_avg (I27: halved while draining).
             Some(bw) => bw
-                .mul_f64(self.detector.gamma())
+                .mul_f64(self.detector.gamma() * drain)
                 .clamp(self.config.min_bitrate, self.config.max_bitrate),
             None => self.held_target,
         }
+    }
+
+    /// I27: starts a drain when D_min has not been seen again for
+    /// `drain_interval` (nor was there a drain in that time), ends it after
+    /// `DRAIN_TIME` + D_min.
+    fn update_drain(&mut self, now: Instant) {
+        let interval = self.config.drain_interval;
+        if interval.is_zero() {
+            return;
+        }
+        if let Some(until) = self.drain_until {
+            if now >= until {
+                self.drain_until = None;
+                self.drained_at = Some(now);
+            }
+            return;
+        }
+        let (Some(stamp), Some(d_min)) = (self.estimator.d_min_stamp(), self.estimator.d_min())
+        else {
+            return;
+        };
+        let last = self.drained_at.map_or(stamp, |t| t.max(stamp));
+        if now.saturating_duration_since(last) > interval {
+            self.drain_until = Some(now + DRAIN_TIME + d_min);
+        }
+    }
+
+    /// True while a drain runs (I27).
+    pub fn draining(&self) -> bool {
+        self.drain_until.is_some()
     }
 
     fn enter_fallback(&mut self, now: Instant) {
@@ -663,6 +721,7 @@ impl CongestionController for Camel {
             }
         }
         self.share_capped = self.cap_until.is_some_and(|t| now < t);
+        self.update_drain(now);
         if let Some(f) = &mut self.fallback {
             f.gcc.on_feedback(now, report);
         }
@@ -715,8 +774,10 @@ impl CongestionController for Camel {
         let target = self.camel_target();
         // I14: the paced tail runs at γ · BW_avg · pacing_gain.
         let pacing_rate = target.mul_f64(self.config.pacing_gain).max(Bitrate::bps(1));
-        // Eq. 1 with allowances (I13): γ · BW_avg · (D_min + H) + L.
+        // Eq. 1 with allowances (I13): γ · BW_avg · (D_min + H) + L; two
+        // packets while draining (I27).
         let cwnd = match (self.estimator.bw_avg(), self.estimator.d_min()) {
+            _ if self.drain_until.is_some() => Some(MIN_CWND),
             (Some(_), Some(d_min)) => {
                 Some((target * (d_min + self.estimator.hold()) + l).max(MIN_CWND))
             }
@@ -740,6 +801,8 @@ impl CongestionController for Camel {
         }
         let state = if self.estimator.bw_avg().is_none() {
             "startup"
+        } else if self.drain_until.is_some() {
+            "drain"
         } else if self.detector.gamma() < self.config.gamma_initial {
             "congested"
         } else {
