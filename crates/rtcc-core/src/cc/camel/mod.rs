@@ -96,8 +96,11 @@ pub struct CamelConfig {
     /// Fewest media packets reported in a round for its loss rate to count
     /// (ours, I23).
     pub loss_detect_min_packets: u64,
-    /// γ's additive step back towards γ₀ per clear round (ours, I25); 0,
-    /// the paper's rule, resets γ to γ₀ at once (§4.2).
+    /// γ's additive step back towards γ₀ per clear round (ours, I25: a
+    /// deviation; with BW_avg at the capacity for every flow on a shared
+    /// link, γ is the only share variable, and §4.2's reset to 1 puts every
+    /// flow back at the full link); 0, the paper's rule, resets γ to γ₀ at
+    /// once (§4.2).
     pub gamma_increase: f64,
     /// Standing-queue test: a detector window whose lowest frame delay is
     /// this far above D_min is congested (ours, I26); zero disables it.
@@ -170,8 +173,8 @@ impl Default for CamelConfig {
             anchored_gradient: false,
             loss_detect_margin: 0.02,
             loss_detect_min_packets: 20,
-            gamma_increase: 0.0,
-            standing_queue: Duration::ZERO,
+            gamma_increase: 0.02,
+            standing_queue: Duration::from_millis(10),
             drain_interval: Duration::ZERO,
             // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
             // target to 30 kbps; camel.md I24.
