@@ -31,7 +31,7 @@ pub struct DetectorConfig {
     pub detect_min_spread: Bytes,
     /// Whether the anchored gradient G_a (the slope from eq. 4's point
     /// (x = 0, D = D_min) to (x̄, the window's lowest D), × BW_avg) is also
-    /// compared with `gradient_threshold` (ours, I20).
+    /// compared with `gradient_threshold` (ours, I22).
     pub anchored_gradient: bool,
     /// Margin of a round's loss rate over p_phys that counts as congestion
     /// (ours, I23; absolute).
@@ -153,7 +153,7 @@ impl CongestionDetector {
     pub fn gradient(&self) -> Option<f64> {
         self.gradient
     }
-    /// The last anchored gradient G_a computed (I20).
+    /// The last anchored gradient G_a computed (I22).
     pub fn anchored_gradient(&self) -> Option<f64> {
         self.anchored
     }
@@ -188,7 +188,7 @@ impl CongestionDetector {
 
     /// Runs one detection at `now` if a feedback round (`round` = D_min + H)
     /// has passed since the last one (I12), with BW_avg for the normalisation
-    /// (I9) and D_min as the anchor of eq. 4's curve (I20).
+    /// (I9) and D_min as the anchor of eq. 4's curve (I22).
     pub fn detect(
         &mut self,
         now: Instant,
@@ -224,7 +224,7 @@ impl CongestionDetector {
             return Decision::Undecided;
         }
         let bw = bw_avg.as_bps_f64() / 8.0; // B/s
-                                            // I20: eq. 4's curve passes through (0, RTprop) ≈ (0, D_min). The
+                                            // I22: eq. 4's curve passes through (0, RTprop) ≈ (0, D_min). The
                                             // slope from that point to (x̄, lowest D of the window) is > 0
                                             // whenever every delay of the window stands above D_min, even when
                                             // the delays no longer vary with x (a queue that other traffic keeps
@@ -256,7 +256,7 @@ impl CongestionDetector {
         } else {
             slope(self.samples.iter().map(|&(_, x, d)| (x, d))).map(|s| s * bw)
         };
-        // I20: the anchored gradient when configured; I11 (revised): also
+        // I22: the anchored gradient when configured; I11 (revised): also
         // when the in-flight spread is too small for a slope (frames of one
         // packet at a low target), so that a flow whose target fell that low
         // is not left undecided, with γ frozen, for ever.
@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn full_queue_is_congestion_only_with_the_anchor() {
-        // I20: a drop-tail queue kept full by other traffic. Every frame waits
+        // I22: a drop-tail queue kept full by other traffic. Every frame waits
         // 300 ms above D_min = 25 ms whatever our in-flight is: the fitted
         // slope is flat (G ≈ 0), the anchored one is (0.3 s · 250 kB/s) / 6 kB.
         let full = |k: u64| (3000 + (k % 7) * 1000, 0.325 + (k % 3) as f64 * 0.001);
@@ -607,6 +607,72 @@ mod tests {
             Duration::ZERO,
         );
         assert_eq!(dec, Decision::Undecided);
+    }
+
+    /// One decision at `t_ms` on 30 samples of constant-spread in-flight whose
+    /// delay is `delay(k)`, with D_min 40 ms.
+    fn decide(d: &mut CongestionDetector, t_ms: u64, delay: impl Fn(u64) -> f64) -> Decision {
+        feed(d, t_ms, |k| ((k % 10) * 300 + 2000, delay(k)));
+        d.detect(
+            Instant::from_millis(t_ms + 900),
+            Bitrate::mbps(2),
+            Duration::from_millis(40),
+            Duration::from_millis(100),
+        )
+    }
+
+    #[test]
+    fn gamma_climbs_back_additively() {
+        // I25: gamma_increase 0.02: after two cuts (0.9025) each clear round
+        // adds 0.02 up to γ₀; the paper's reset would be 1 at once.
+        let mut d = CongestionDetector::new(DetectorConfig {
+            gamma_increase: 0.02,
+            standing_queue: Duration::from_millis(10),
+            ..cfg()
+        });
+        let standing = |_| 0.040 + 0.030;
+        let clear = |k| 0.040 + 0.001 * (k % 3) as f64;
+        assert_eq!(decide(&mut d, 0, standing), Decision::Congested);
+        assert_eq!(decide(&mut d, 1000, standing), Decision::Congested);
+        assert!((d.gamma() - 0.9025).abs() < 1e-12);
+        assert_eq!(decide(&mut d, 2000, clear), Decision::Clear);
+        assert!((d.gamma() - 0.9225).abs() < 1e-12, "{}", d.gamma());
+        for k in 3..10 {
+            decide(&mut d, 1000 * k, clear);
+        }
+        assert_eq!(d.gamma(), 1.0, "capped at γ₀");
+    }
+
+    #[test]
+    fn standing_queue_is_congestion_for_every_flow_alike() {
+        // I26: lowest delay of the window 30 ms above D_min = congestion,
+        // whatever the flow's in-flight (G_a would divide by it); 5 ms is not.
+        for threshold_ms in [10u64, 0] {
+            let mut d = CongestionDetector::new(DetectorConfig {
+                standing_queue: Duration::from_millis(threshold_ms),
+                ..cfg()
+            });
+            // Delays flat in x (G ≈ 0): only the standing-queue test can fire.
+            let dec = decide(&mut d, 0, |_| 0.070);
+            let want = if threshold_ms > 0 {
+                Decision::Congested
+            } else {
+                Decision::Clear
+            };
+            assert_eq!(dec, want, "standing_queue {threshold_ms} ms");
+        }
+        let mut d = CongestionDetector::new(DetectorConfig {
+            standing_queue: Duration::from_millis(10),
+            ..cfg()
+        });
+        assert_eq!(decide(&mut d, 0, |_| 0.045), Decision::Clear);
+        // Jitter leaves some frames near D_min: the lowest delay decides.
+        let mut d = CongestionDetector::new(DetectorConfig {
+            standing_queue: Duration::from_millis(10),
+            ..cfg()
+        });
+        let jitter = |k: u64| 0.041 + 0.020 * ((k * 7) % 10) as f64 / 10.0;
+        assert_eq!(decide(&mut d, 0, jitter), Decision::Clear);
     }
 
     #[test]

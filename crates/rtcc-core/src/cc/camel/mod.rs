@@ -85,7 +85,7 @@ pub struct CamelConfig {
     /// Smallest in-flight spread for a decision (ours, I11: one full packet).
     pub detect_min_spread: Bytes,
     /// Whether the detector also tests the anchored gradient G_a against
-    /// `gradient_threshold` (ours, I20: eq. 4's curve passes through
+    /// `gradient_threshold` (ours, I22: eq. 4's curve passes through
     /// (0, RTprop), so a queue standing above D_min is congestion even when
     /// the delays no longer vary with in-flight).
     pub anchored_gradient: bool,

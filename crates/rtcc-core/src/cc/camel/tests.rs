@@ -285,3 +285,105 @@ fn loss_congestion_caps_bw_avg_by_the_delivered_rate() {
         assert_eq!(c.target_bitrate(), want, "hold {hold}");
     }
 }
+
+#[test]
+fn drain_halves_the_target_when_d_min_goes_unseen() {
+    // I27: frames every 100 ms; their delay is 48 ms for the first second,
+    // then a standing queue adds 100 ms. With drain_interval 2 s, a drain
+    // starts once no frame has come back at D_min for 2 s: target halved,
+    // window two packets, for 200 ms + D_min; then no new drain for 2 s.
+    let cfg = CamelConfig {
+        drain_interval: Duration::from_secs(2),
+        standing_queue: Duration::ZERO,
+        ..CamelConfig::default()
+    };
+    let mut c = Camel::new(Instant::ZERO, cfg);
+    let mut seq = 0;
+    let mut drains = Vec::new();
+    let mut before = None;
+    for f in 0..60u64 {
+        let t = 100 * f;
+        let queue = if f < 10 { 0 } else { 100 };
+        let now = send_frame_with_queue(&mut c, f, &mut seq, t, 3, queue);
+        if c.draining()
+            && drains
+                .last()
+                .is_none_or(|&(_, end): &(u64, u64)| end != u64::MAX)
+        {
+            drains.push((now.as_nanos() / 1_000_000, u64::MAX));
+            let budget = c.send_budget();
+            assert_eq!(budget.cwnd, Some(MIN_CWND), "two packets while draining");
+            assert_eq!(c.estimate().state, "drain");
+            let target: Bitrate = before.expect("a target before the drain");
+            assert!(
+                (c.target_bitrate().as_bps_f64() / target.as_bps_f64() - DRAIN_GAIN).abs() < 0.05,
+                "target {} before {target}",
+                c.target_bitrate()
+            );
+        } else if !c.draining() {
+            if let Some(last) = drains.last_mut() {
+                if last.1 == u64::MAX {
+                    last.1 = now.as_nanos() / 1_000_000;
+                }
+            }
+            before = Some(c.target_bitrate());
+        }
+    }
+    assert!(!drains.is_empty(), "no drain");
+    let (start, end) = drains[0];
+    // The last D_min frame was sent at 900 ms: a drain about 2 s later.
+    assert!((2900..=3300).contains(&start), "first drain at {start} ms");
+    // 200 ms + D_min (48 ms), seen at the next frame's report.
+    assert!(
+        (240..=400).contains(&(end - start)),
+        "drain {start}–{end} ms"
+    );
+    for w in drains.windows(2) {
+        assert!(w[1].0 >= w[0].1 + 2000, "drains {drains:?} closer than 2 s");
+    }
+}
+
+/// As `send_frame`, with `queue_ms` of standing queue before the bottleneck.
+fn send_frame_with_queue(
+    c: &mut Camel,
+    fid: u64,
+    seq: &mut u64,
+    t_ms: u64,
+    n: u64,
+    queue_ms: u64,
+) -> Instant {
+    let mut pk = Vec::new();
+    for i in 0..n {
+        let p = SentPacket {
+            seq: *seq,
+            size: Bytes::new(1000),
+            send_time: ms(t_ms),
+            kind: PacketKind::Media,
+            frame_id: Some(fid),
+            first_in_frame: i == 0,
+            last_in_frame: i + 1 == n,
+            bytes_in_flight: Bytes::new(1000 * (i + 1)),
+        };
+        *seq += 1;
+        c.on_packet_sent(ms(t_ms), &p);
+        pk.push(p);
+    }
+    let arrivals: Vec<Instant> = (0..n)
+        .map(|i| ms(t_ms + 20 + queue_ms + 8 * (i + 1)))
+        .collect();
+    let report_time = *arrivals.last().unwrap() + Duration::from_millis(10);
+    let report = FeedbackReport {
+        report_time,
+        packets: pk
+            .iter()
+            .zip(&arrivals)
+            .map(|(p, a)| PacketResult {
+                sent: *p,
+                arrival: Some(*a),
+            })
+            .collect(),
+    };
+    let now = report_time + Duration::from_millis(20);
+    c.on_feedback(now, &report);
+    now
+}
