@@ -12,39 +12,7 @@ fn ms(x: u64) -> Instant {
 /// bottleneck with 20 ms one-way delay, reported 10 ms after the last arrival;
 /// the report reaches the sender 20 ms later. Returns the report instant.
 fn send_frame(c: &mut Camel, fid: u64, seq: &mut u64, t_ms: u64, n: u64) -> Instant {
-    let mut pk = Vec::new();
-    for i in 0..n {
-        let p = SentPacket {
-            seq: *seq,
-            size: Bytes::new(1000),
-            send_time: ms(t_ms),
-            kind: PacketKind::Media,
-            frame_id: Some(fid),
-            first_in_frame: i == 0,
-            last_in_frame: i + 1 == n,
-            bytes_in_flight: Bytes::new(1000 * (i + 1)),
-        };
-        *seq += 1;
-        c.on_packet_sent(ms(t_ms), &p);
-        pk.push(p);
-    }
-    // 1000 B at 1 Mbps = 8 ms per packet.
-    let arrivals: Vec<Instant> = (0..n).map(|i| ms(t_ms + 20 + 8 * (i + 1))).collect();
-    let report_time = *arrivals.last().unwrap() + Duration::from_millis(10);
-    let report = FeedbackReport {
-        report_time,
-        packets: pk
-            .iter()
-            .zip(&arrivals)
-            .map(|(p, a)| PacketResult {
-                sent: *p,
-                arrival: Some(*a),
-            })
-            .collect(),
-    };
-    let now = report_time + Duration::from_millis(20);
-    c.on_feedback(now, &report);
-    now
+    send_frame_with_queue(c, fid, seq, t_ms, n, 0)
 }
 
 #[test]
@@ -344,6 +312,7 @@ fn drain_halves_the_target_when_d_min_goes_unseen() {
 }
 
 /// As `send_frame`, with `queue_ms` of standing queue before the bottleneck.
+/// 1000 B at 1 Mbps = 8 ms per packet.
 fn send_frame_with_queue(
     c: &mut Camel,
     fid: u64,
