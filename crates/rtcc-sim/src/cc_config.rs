@@ -402,6 +402,8 @@ pub(crate) fn cc_config(
                         "gamma_increase",
                         "standing_queue",
                         "drain_interval",
+                        "scale_allowance",
+                        "window_cap",
                     ],
                 ]
                 .concat(),
@@ -440,6 +442,8 @@ pub(crate) fn cc_config(
             set(&mut c.gamma_increase, k.number("gamma_increase")?);
             set(&mut c.standing_queue, k.duration("standing_queue")?);
             set(&mut c.drain_interval, k.duration("drain_interval")?);
+            set(&mut c.scale_allowance, k.flag("scale_allowance")?);
+            set(&mut c.window_cap, k.flag("window_cap")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

@@ -51,6 +51,10 @@ pub struct DetectorConfig {
 /// (ours, I23: about the 97.5th percentile under physical loss alone).
 pub const LOSS_Z: f64 = 2.0;
 
+/// Multiple of the mean step between consecutive frame delays below which
+/// a standing queue is read as jitter (ours, I26).
+pub const STANDING_NOISE_GAIN: f64 = 2.0;
+
 /// The outcome of one detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -104,6 +108,8 @@ pub struct CongestionDetector {
     round_loss: Option<f64>,
     /// The last decision was congestion by loss.
     lossy: bool,
+    /// Mean step between consecutive frame delays (I26).
+    delay_noise: Duration,
 }
 
 impl CongestionDetector {
@@ -121,7 +127,14 @@ impl CongestionDetector {
             p_phys: 0.0,
             round_loss: None,
             lossy: false,
+            delay_noise: Duration::ZERO,
         }
+    }
+
+    /// Sets the mean step between consecutive frame delays, which widens
+    /// the standing-queue threshold under jitter (I26).
+    pub fn set_delay_noise(&mut self, noise: Duration) {
+        self.delay_noise = noise;
     }
 
     /// Counts one media packet's first report (I23).
@@ -248,24 +261,35 @@ impl CongestionDetector {
         // I26: the queue every frame of the window waited behind, the same
         // for every flow through the bottleneck (unlike G_a, which divides
         // it by the flow's own in-flight and so cuts small flows harder).
-        let standing = !self.cfg.standing_queue.is_zero()
-            && self.samples.len() >= self.cfg.detect_min_samples.max(2)
-            && dlo - d_min.as_secs_f64() > self.cfg.standing_queue.as_secs_f64();
+        let standing_test = !self.cfg.standing_queue.is_zero()
+            && self.samples.len() >= self.cfg.detect_min_samples.max(2);
+        // I26: the threshold grows with the delay noise: under independent
+        // jitter of spread J the mean step is J/3, and the lowest of a few
+        // frames can stand J/2 above the minimum (D_min).
+        let threshold = self
+            .cfg
+            .standing_queue
+            .max(self.delay_noise.mul_f64(STANDING_NOISE_GAIN));
+        let standing = standing_test && dlo - d_min.as_secs_f64() > threshold.as_secs_f64();
         let g = if hi - lo < self.cfg.detect_min_spread.as_f64() {
             None
         } else {
             slope(self.samples.iter().map(|&(_, x, d)| (x, d))).map(|s| s * bw)
         };
-        // I22: the anchored gradient when configured; I11 (revised): also
-        // when the in-flight spread is too small for a slope (frames of one
-        // packet at a low target), so that a flow whose target fell that low
-        // is not left undecided, with γ frozen, for ever.
-        let anchored = if self.cfg.anchored_gradient || g.is_none() {
+        // I22: the anchored gradient when configured; I11 (revised): when
+        // the in-flight spread is too small for a slope (frames of one
+        // packet at a low target), the standing-queue test (I26) decides, or
+        // without it the anchored gradient, so that a flow whose target fell
+        // that low is not left undecided, with γ frozen, for ever. Not G_a
+        // when I26 is on: G_a divides by the flow's own in-flight, and a
+        // flow at its floor would read any queue as congestion and never
+        // climb back.
+        let anchored = if self.cfg.anchored_gradient || (g.is_none() && !standing_test) {
             anchored_gradient()
         } else {
             None
         };
-        if g.is_none() && anchored.is_none() && !lossy && !standing {
+        if g.is_none() && anchored.is_none() && !lossy && !standing_test {
             return Decision::Undecided;
         }
         if loss.is_some() {

@@ -27,7 +27,7 @@ pub struct Estimator {
     bw: VecDeque<(Instant, Bytes, Duration)>,
     /// (report time, bytes) of packets reported received.
     delivered: VecDeque<(Instant, Bytes)>,
-    /// Send times of heads that lost a packet (I8).
+    /// When heads were found to have lost a packet (I8).
     lossy_heads: VecDeque<Instant>,
     delay: VecDeque<(Instant, Duration)>,
     hold: VecDeque<(Instant, Duration)>,
@@ -38,6 +38,10 @@ pub struct Estimator {
     h: Duration,
     last_bw: Option<Bitrate>,
     last_delay: Option<Duration>,
+    /// EWMA (1/8, RFC 6298's α) of the frame delays (I29).
+    smoothed_delay: Option<Duration>,
+    /// EWMA (1/16) of |D_k − D_{k−1}| between consecutive frames (I26).
+    delay_noise: Duration,
 }
 
 impl Estimator {
@@ -57,6 +61,8 @@ impl Estimator {
             h: Duration::ZERO,
             last_bw: None,
             last_delay: None,
+            smoothed_delay: None,
+            delay_noise: Duration::ZERO,
         }
     }
 
@@ -75,16 +81,24 @@ impl Estimator {
         self.delivered.push_back((now, bytes));
     }
 
-    /// Notes a head of a frame sent at `send_time` that lost a packet and
-    /// gave no sample (I8: the evidence that BW_avg is stale).
-    pub fn on_lossy_head(&mut self, send_time: Instant) {
-        self.lossy_heads.push_back(send_time);
+    /// Notes a head found at `now` to have lost a packet, which gave no
+    /// sample (I8: the evidence that BW_avg is stale).
+    pub fn on_lossy_head(&mut self, now: Instant) {
+        self.lossy_heads.push_back(now);
     }
 
     /// Adds a frame-delay sample of a frame sent at `send_time`.
     pub fn on_delay(&mut self, send_time: Instant, d: Duration) {
         self.delay.push_back((send_time, d));
+        if let Some(prev) = self.last_delay {
+            let step = if d > prev { d - prev } else { prev - d };
+            self.delay_noise = self.delay_noise.mul_f64(15.0 / 16.0) + step.mul_f64(1.0 / 16.0);
+        }
         self.last_delay = Some(d);
+        self.smoothed_delay = Some(match self.smoothed_delay {
+            None => d,
+            Some(s) => s.mul_f64(0.875) + d.mul_f64(0.125),
+        });
     }
 
     /// Adds a receiver-hold observation made at `now`.
@@ -181,6 +195,15 @@ impl Estimator {
     /// The newest eq. 2 sample.
     pub fn last_frame_bw(&self) -> Option<Bitrate> {
         self.last_bw
+    }
+    /// The mean step between consecutive frame delays (EWMA 1/16, I26):
+    /// about a third of the spread of independent jitter.
+    pub fn delay_noise(&self) -> Duration {
+        self.delay_noise
+    }
+    /// The smoothed frame delay (EWMA 1/8, I29).
+    pub fn smoothed_delay(&self) -> Option<Duration> {
+        self.smoothed_delay
     }
     /// The newest frame delay.
     pub fn last_frame_delay(&self) -> Option<Duration> {

@@ -57,6 +57,13 @@ impl FrameRecord {
                 .all(|p| p.arrival.is_some())
     }
 
+    /// A head packet was reported lost (it may still arrive, reordered).
+    fn head_has_loss(&self) -> bool {
+        self.packets
+            .iter()
+            .any(|p| p.in_head && p.arrival == Some(None))
+    }
+
     fn all_reported(&self) -> bool {
         self.last_sent && self.packets.iter().all(|p| p.arrival.is_some())
     }
@@ -113,6 +120,11 @@ enum HeadTrain {
     TooShort,
 }
 
+/// How long after a frame was sent a head packet reported lost is taken as
+/// lost rather than reordered (ours, I3: two frame intervals at 30 fps plus
+/// margin; packets reordered by jitter arrive within the jitter's spread).
+pub const REORDER_WAIT: Duration = Duration::from_millis(200);
+
 /// A frame-level bandwidth sample (eq. 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BandwidthSample {
@@ -157,8 +169,8 @@ pub struct SamplerOutput {
     pub slices: Vec<SliceOutcome>,
     /// Longest receiver hold (`report_time − arrival`) in this report.
     pub hold: Option<Duration>,
-    /// Send times of the heads of two packets or more that lost one and
-    /// so gave no eq. 2 sample (I3, I8).
+    /// When heads of two packets or more were found to have lost one and so
+    /// gave no eq. 2 sample (the report's `now`; I3, I8).
     pub lossy_heads: Vec<Instant>,
 }
 
@@ -389,8 +401,12 @@ impl FrameSampler {
         let timeout = self.record_timeout;
         let out = &mut self.out;
         self.frames.retain(|_, rec| {
-            let stale = now.saturating_duration_since(rec.created) > timeout;
-            if !rec.bw_done && (rec.head_reported() || stale) {
+            let age = now.saturating_duration_since(rec.created);
+            let stale = age > timeout;
+            // I3: a head packet reported lost may be reordered, not lost
+            // (jitter): the head waits `REORDER_WAIT` before it counts as lossy.
+            let settled = !rec.head_has_loss() || age >= REORDER_WAIT;
+            if !rec.bw_done && ((rec.head_reported() && settled) || stale) {
                 rec.bw_done = true;
                 if let Some(first) = rec.packets.first() {
                     match rec.head_train() {
@@ -400,7 +416,7 @@ impl FrameSampler {
                             bytes,
                             span,
                         }),
-                        Err(HeadTrain::Lossy) => out.lossy_heads.push(first.send_time),
+                        Err(HeadTrain::Lossy) => out.lossy_heads.push(now),
                         Err(HeadTrain::TooShort) => {}
                     }
                 }
@@ -569,16 +585,30 @@ mod tests {
             for p in &pk {
                 s.on_packet_sent(p.send_time, p);
             }
+            // Before REORDER_WAIT the head waits for a reordered packet.
             let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
             assert!(out.bandwidth.is_empty(), "{arr:?}");
-            assert_eq!(out.lossy_heads, vec![pk[0].send_time], "{arr:?}");
-            if arr[0].is_none() {
-                assert!(
-                    out.delay.is_empty(),
-                    "lost first packet gives no delay (I7)"
-                );
-            }
+            assert!(
+                out.lossy_heads.is_empty(),
+                "{arr:?}: closed before REORDER_WAIT"
+            );
+            let out = s.on_feedback(ms(250.0), &report(210.0, &pk[..0], &[]), Duration::ZERO);
+            assert!(out.bandwidth.is_empty(), "{arr:?}");
+            assert_eq!(out.lossy_heads, vec![ms(250.0)], "{arr:?}");
         }
+        // A packet reported lost and then received within REORDER_WAIT
+        // (reordered by jitter): the head gives its sample.
+        let mut s = sampler();
+        for p in &pk {
+            s.on_packet_sent(p.send_time, p);
+        }
+        let arr = [Some(20.0), Some(28.0), None, Some(44.0), Some(52.0)];
+        let out = s.on_feedback(ms(100.0), &report(60.0, &pk, &arr), Duration::ZERO);
+        assert!(out.bandwidth.is_empty() && out.lossy_heads.is_empty());
+        let late = [Some(70.0)];
+        let out = s.on_feedback(ms(150.0), &report(110.0, &pk[2..3], &late), Duration::ZERO);
+        assert_eq!(out.bandwidth.len(), 1, "reordered packet closes the head");
+        assert!(out.lossy_heads.is_empty());
         // The same head without loss: 4000 B over 32 ms = 1 Mbps.
         let mut s = sampler();
         for p in &pk {

@@ -110,6 +110,12 @@ pub struct CamelConfig {
     /// `DRAIN_TIME` + D_min, so that a standing queue empties and every
     /// flow re-learns RTprop (ours, I27, BBR's ProbeRTT); zero disables it.
     pub drain_interval: Duration,
+    /// Whether γ scales the burst allowance L of the window too (ours, I28:
+    /// eq. 1's γ multiplies the whole window).
+    pub scale_allowance: bool,
+    /// Whether the encoder's target is capped by cwnd / smoothed frame delay
+    /// (ours, I29).
+    pub window_cap: bool,
     /// How long after a round congested by loss BW_avg is capped by the
     /// delivered rate (ours, I24; zero, the default, disables the cap).
     pub share_cap_hold: Duration,
@@ -165,7 +171,7 @@ impl Default for CamelConfig {
             gamma_decrease: 0.95,
             gradient_threshold: 0.7,
             detect_window: Duration::from_secs(1),
-            detect_min_samples: 10,
+            detect_min_samples: 5,
             detect_min_spread: Bytes::new(1248),
             // Off: on, it keeps Camel from refilling a standing queue under
             // UDP and CUBIC cross traffic (fig15, fig17) but breaks the
@@ -176,11 +182,13 @@ impl Default for CamelConfig {
             gamma_increase: 0.02,
             standing_queue: Duration::from_millis(10),
             drain_interval: Duration::ZERO,
+            scale_allowance: true,
+            window_cap: true,
             // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
             // target to 30 kbps; camel.md I24.
             share_cap_hold: Duration::ZERO,
             bw_window: Duration::from_secs(1),
-            min_delay_window: Duration::from_secs(10),
+            min_delay_window: Duration::from_secs(30),
             burst_gap: Duration::from_millis(1),
             record_timeout: Duration::from_secs(2),
             pacing_gain: 1.25,
@@ -579,6 +587,40 @@ impl Camel {
         }
     }
 
+    /// Eq. 1 with allowances (I13): γ · BW_avg · (D_min + H) + L (L scaled
+    /// by γ with `scale_allowance`, I28); two packets while draining (I27).
+    fn window(&self) -> Option<Bytes> {
+        let (Some(_), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) else {
+            return None;
+        };
+        if self.drain_until.is_some() {
+            return Some(MIN_CWND);
+        }
+        let l = self.burst.burst_length();
+        let allowance = if self.config.scale_allowance {
+            l.mul_f64(self.detector.gamma())
+        } else {
+            l
+        };
+        Some((self.camel_target() * (d_min + self.estimator.hold()) + allowance).max(MIN_CWND))
+    }
+
+    /// The encoder's target: eq. 6, capped with `window_cap` by what the
+    /// window lets through per smoothed frame delay (I29), so that the
+    /// encoder does not outrun a window-limited sender.
+    fn encoder_target(&self) -> Bitrate {
+        let target = self.camel_target();
+        if !self.config.window_cap {
+            return target;
+        }
+        match (self.window(), self.estimator.smoothed_delay()) {
+            (Some(w), Some(d)) if !d.is_zero() => target
+                .min(w / d)
+                .clamp(self.config.min_bitrate, self.config.max_bitrate),
+            _ => target,
+        }
+    }
+
     /// I27: starts a drain when D_min has not been seen again for
     /// `drain_interval` (nor was there a drain in that time), ends it after
     /// `DRAIN_TIME` + D_min.
@@ -713,6 +755,7 @@ impl CongestionController for Camel {
         self.estimator.update(now);
         self.detector
             .set_physical_loss(self.burst.physical_loss_estimate());
+        self.detector.set_delay_noise(self.estimator.delay_noise());
         if new_evidence {
             if let (Some(bw), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) {
                 // I12: one decision per feedback round, D_min + H.
@@ -765,7 +808,7 @@ impl CongestionController for Camel {
     fn target_bitrate(&self) -> Bitrate {
         match &self.fallback {
             Some(f) => f.gcc.target_bitrate(),
-            None => self.camel_target(),
+            None => self.encoder_target(),
         }
     }
 
@@ -773,24 +816,15 @@ impl CongestionController for Camel {
         if let Some(f) = &self.fallback {
             return f.gcc.send_budget();
         }
-        let l = self.burst.burst_length();
         let target = self.camel_target();
         // I14: the paced tail runs at γ · BW_avg · pacing_gain.
         let pacing_rate = target.mul_f64(self.config.pacing_gain).max(Bitrate::bps(1));
-        // Eq. 1 with allowances (I13): γ · BW_avg · (D_min + H) + L; two
-        // packets while draining (I27).
-        let cwnd = match (self.estimator.bw_avg(), self.estimator.d_min()) {
-            _ if self.drain_until.is_some() => Some(MIN_CWND),
-            (Some(_), Some(d_min)) => {
-                Some((target * (d_min + self.estimator.hold()) + l).max(MIN_CWND))
-            }
-            _ => None,
-        };
+        let cwnd = self.window();
         SendBudget {
             pacing_rate,
             cwnd,
             max_burst: Bytes::ZERO,
-            frame_burst: Some(l),
+            frame_burst: Some(self.burst.burst_length()),
         }
     }
 
@@ -812,7 +846,7 @@ impl CongestionController for Camel {
             "normal"
         };
         Estimate {
-            bandwidth: Some(self.camel_target()),
+            bandwidth: Some(self.encoder_target()),
             rtt: self.estimator.last_frame_delay(),
             min_rtt: self.estimator.d_min(),
             loss_rate: self.burst.p_cur(),

@@ -263,6 +263,7 @@ fn drain_halves_the_target_when_d_min_goes_unseen() {
     let cfg = CamelConfig {
         drain_interval: Duration::from_secs(2),
         standing_queue: Duration::ZERO,
+        window_cap: false,
         ..CamelConfig::default()
     };
     let mut c = Camel::new(Instant::ZERO, cfg);
