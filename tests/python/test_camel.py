@@ -22,12 +22,13 @@ from rtcc.reproduce.metrics import window_metrics
 SEEDS = [1, 2, 3]
 LINK = {"name": "bottleneck", "rate": "1000kbps", "delay": "20ms", "queue": "60KB"}
 # The paper's rules alone (gamma reset to 1, no standing-queue test, eq. 1 and eq. 6
-# as written; camel.md I25, I26, I28, I29).
+# as written, no drain; camel.md I25-I29).
 LITERAL = {
     "gamma_increase": 0.0,
     "standing_queue": "0s",
     "scale_allowance": False,
     "window_cap": False,
+    "drain_interval": "0s",
 }
 
 
@@ -85,13 +86,13 @@ def test_two_camel_flows_overflow_with_the_paper_rules_alone() -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_four_staggered_camel_flows_share_with_a_short_queue(seed: int) -> None:
-    """Fig. 14 (a flow every 10 s), over 40-60 s: measured Jain 0.85-0.98,
-    no loss, 26-34 ms mean queue on seeds 1-5 (the paper's rules alone:
-    Jain 0.77, 28-34 % loss, 430-460 ms)."""
+    """Fig. 14 (a flow every 10 s), over 40-60 s: measured Jain 0.91-0.97,
+    no loss, 22-34 ms mean queue on seeds 1-5 (without the drain, Jain
+    0.85-0.98; under the paper's rules alone 28-37 % loss, 430-460 ms)."""
     flows = [media("a"), media("b", start="10s"), media("c", start="20s"), media("d", start="30s")]
     w = window(rtcc.run(scenario(flows), seed=seed), 40, 60)
     ctx = f"four Camel flows, seed {seed}, 40-60 s"
-    assert w["jain"] >= 0.8, f"{ctx}: Jain {w['jain']:.3f}"
+    assert w["jain"] >= 0.88, f"{ctx}: Jain {w['jain']:.3f}"
     assert w["loss_rate"] <= 0.01, f"{ctx}: loss {w['loss_rate']:.3f}"
     assert w["queue_delay_ms"] <= 60, f"{ctx}: mean queue {w['queue_delay_ms']:.1f} ms"
 

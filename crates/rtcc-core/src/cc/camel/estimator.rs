@@ -188,6 +188,17 @@ impl Estimator {
     pub fn d_min_stamp(&self) -> Option<Instant> {
         self.d_min_stamp
     }
+
+    /// Send time of the newest frame whose delay came within `tolerance` of
+    /// D_min: the last time the path was seen (nearly) empty (I27).
+    pub fn near_d_min_stamp(&self, tolerance: Duration) -> Option<Instant> {
+        let limit = self.d_min? + tolerance;
+        self.delay
+            .iter()
+            .rev()
+            .find(|&&(_, d)| d <= limit)
+            .map(|&(t, _)| t)
+    }
     /// H: the longest receiver hold over the last second.
     pub fn hold(&self) -> Duration {
         self.h

@@ -105,10 +105,11 @@ pub struct CamelConfig {
     /// Standing-queue test: a detector window whose lowest frame delay is
     /// this far above D_min is congested (ours, I26); zero disables it.
     pub standing_queue: Duration,
-    /// Drain: when no frame has seen a delay as low as D_min for this long,
-    /// the target is halved and the window cut to two packets for
-    /// `DRAIN_TIME` + D_min, so that a standing queue empties and every
-    /// flow re-learns RTprop (ours, I27, BBR's ProbeRTT); zero disables it.
+    /// Drain: when no frame has come within half of `standing_queue` of
+    /// D_min for this long, the target is halved and the window cut to two
+    /// packets for `DRAIN_TIME` + D_min, so that a standing queue empties and
+    /// every flow re-learns RTprop (ours, I27, BBR's ProbeRTT); zero disables
+    /// it.
     pub drain_interval: Duration,
     /// Whether γ scales the burst allowance L of the window too (ours, I28:
     /// eq. 1's γ multiplies the whole window).
@@ -181,7 +182,7 @@ impl Default for CamelConfig {
             loss_detect_min_packets: 20,
             gamma_increase: 0.02,
             standing_queue: Duration::from_millis(10),
-            drain_interval: Duration::ZERO,
+            drain_interval: Duration::from_secs(5),
             scale_allowance: true,
             window_cap: true,
             // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
@@ -636,8 +637,13 @@ impl Camel {
             }
             return;
         }
-        let (Some(stamp), Some(d_min)) = (self.estimator.d_min_stamp(), self.estimator.d_min())
-        else {
+        // A frame within half the standing-queue threshold of D_min saw the
+        // path (nearly) empty: no drain needed.
+        let tolerance = self.config.standing_queue.mul_f64(0.5);
+        let (Some(stamp), Some(d_min)) = (
+            self.estimator.near_d_min_stamp(tolerance),
+            self.estimator.d_min(),
+        ) else {
             return;
         };
         let last = self.drained_at.map_or(stamp, |t| t.max(stamp));
