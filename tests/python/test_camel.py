@@ -11,6 +11,9 @@ drop-tail queue, GOP 60, key frames 4 x a delta frame.
 
 from __future__ import annotations
 
+import difflib
+import os
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -188,3 +191,88 @@ def test_jitter_does_not_run_away(seed: int) -> None:
     stall = r.summary["flows"][0]["stall_ratio"]
     assert p90 <= 1050, f"20 ms jitter, seed {seed}: target p90 {p90:.0f} kbps"
     assert stall <= 0.01, f"20 ms jitter, seed {seed}: stall {stall:.3f}"
+
+
+# ---- Snapshot trajectories (STYLE.md rule 9) ----
+#
+# Canonical runs print Camel's state every 500 ms as integers: target (kbps),
+# gamma (per mille), L (bytes), D_min (ms), BW_avg (kbps), fall-back (0/1). The
+# files under tests/python/snapshots/ are committed, so a behaviour change shows
+# in review. After an intended change, rewrite them with
+# RTCC_UPDATE_SNAPSHOTS=1 pytest tests/python/test_camel.py -k snapshot
+# and explain the difference in the commit message.
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOT_STEPS = [
+    {"at": "0s", "rate": "2000kbps"},
+    {"at": "20s", "rate": "1000kbps"},
+    {"at": "40s", "rate": "2000kbps"},
+]
+SNAPSHOT_RUNS: dict[str, dict[str, Any]] = {
+    # Unlimited start on a clean 1000 kbps link.
+    "camel-start": scenario([media("media")], duration="20s"),
+    # Capacity 2000 -> 1000 -> 2000 kbps at 20 s and 40 s.
+    "camel-steps": {
+        "duration": "60s",
+        "link": [{k: v for k, v in LINK.items() if k != "rate"} | {"schedule": SNAPSHOT_STEPS}],
+        "flow": [
+            media("media", encoder={"gop": 60, "i_frame_factor": 4, "max_bitrate": "2.5Mbps"})
+        ],
+    },
+    # Application-limited: the encoder undershoots at ETR 0.6.
+    "camel-app-limited": scenario(
+        [media("media", encoder={"gop": 60, "i_frame_factor": 4, "etr": {"constant": 0.6}})],
+        duration="30s",
+    ),
+    # A shallow buffer: L shrinks to 2 KB, then the fall-back to GCC.
+    "camel-shallow": scenario([media("media", recovery="nack")], duration="60s", queue="2KB"),
+}
+SNAPSHOT_VARIABLES = [
+    ("target_kbps", 1.0),
+    ("gamma", 1000.0),
+    ("burst_length_bytes", 1.0),
+    ("d_min_ms", 1.0),
+    ("bw_avg_kbps", 1.0),
+    ("fallback", 1.0),
+]
+
+
+def trajectory(sc: dict[str, Any]) -> str:
+    """Camel's state every 500 ms of a run (seed 1), one line per instant."""
+    r = rtcc.run(sc, seed=1, cc_trace=True)
+    assert r.cc_trace is not None
+    state = r.cc_trace.pivot(on="variable", index=["time_s", "flow"], values="value")
+    target = r.timeseries.select("time_s", "flow", "target_kbps")
+    table = state.join(target, on=["time_s", "flow"], how="left").sort("time_s")
+    lines = ["time_ms " + " ".join(name for name, _ in SNAPSHOT_VARIABLES)]
+    for row in table.iter_rows(named=True):
+        ms = round(row["time_s"] * 1000)
+        if ms % 500:
+            continue
+        cells = []
+        for name, scale in SNAPSHOT_VARIABLES:
+            v = row.get(name)
+            cells.append("-" if v is None else str(round(v * scale)))
+        lines.append(f"{ms} " + " ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("name", sorted(SNAPSHOT_RUNS))
+def test_snapshot_trajectory(name: str) -> None:
+    """The run's trajectory is the committed one (rewrite on purpose only)."""
+    got = trajectory(SNAPSHOT_RUNS[name])
+    path = SNAPSHOTS / f"{name}.txt"
+    if os.environ.get("RTCC_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(got)
+    assert path.exists(), f"{path} missing: run with RTCC_UPDATE_SNAPSHOTS=1"
+    want = path.read_text()
+    if got != want:
+        diff = "\n".join(
+            difflib.unified_diff(
+                want.splitlines(), got.splitlines(), "committed", "now", n=1, lineterm=""
+            )
+        )
+        pytest.fail(
+            f"{name}: trajectory changed (RTCC_UPDATE_SNAPSHOTS=1 to accept)\n{diff[:3000]}"
+        )
