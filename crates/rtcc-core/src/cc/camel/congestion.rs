@@ -237,27 +237,20 @@ impl CongestionDetector {
             return Decision::Undecided;
         }
         let bw = bw_avg.as_bps_f64() / 8.0; // B/s
-                                            // I22: eq. 4's curve passes through (0, RTprop) ≈ (0, D_min). The
-                                            // slope from that point to (x̄, lowest D of the window) is > 0
-                                            // whenever every delay of the window stands above D_min, even when
-                                            // the delays no longer vary with x (a queue that other traffic keeps
-                                            // full). The window's lowest delay, not its mean, so that jitter,
-                                            // which leaves some frames near D_min, does not count.
-        let anchored_gradient = || {
-            let n = self.samples.len() as f64;
-            let (sx, dlo) = self
-                .samples
-                .iter()
-                .fold((0.0, f64::MAX), |(sx, dlo), &(_, x, d)| {
-                    (sx + x, dlo.min(d))
-                });
-            let mx = sx / n;
-            (n >= 1.0 && mx > 0.0).then(|| (dlo - d_min.as_secs_f64()).max(0.0) / mx * bw)
-        };
-        let (lo, hi, dlo) = self.samples.iter().fold(
-            (f64::MAX, f64::MIN, f64::MAX),
-            |(lo, hi, dlo), &(_, x, d)| (lo.min(x), hi.max(x), dlo.min(d)),
+                                            // One pass over the window: in-flight range and sum, lowest delay.
+        let (lo, hi, sx, dlo) = self.samples.iter().fold(
+            (f64::MAX, f64::MIN, 0.0, f64::MAX),
+            |(lo, hi, sx, dlo), &(_, x, d)| (lo.min(x), hi.max(x), sx + x, dlo.min(d)),
         );
+        let queue = (dlo - d_min.as_secs_f64()).max(0.0);
+        // I22: eq. 4's curve passes through (0, RTprop) ≈ (0, D_min). The
+        // slope from that point to (x̄, lowest D of the window) is > 0
+        // whenever every delay of the window stands above D_min, even when
+        // the delays no longer vary with x (a queue that other traffic keeps
+        // full). The window's lowest delay, not its mean, so that jitter,
+        // which leaves some frames near D_min, does not count.
+        let mean_x = sx / self.samples.len().max(1) as f64;
+        let anchored_gradient = (mean_x > 0.0).then(|| queue / mean_x * bw);
         // I26: the queue every frame of the window waited behind, the same
         // for every flow through the bottleneck (unlike G_a, which divides
         // it by the flow's own in-flight and so cuts small flows harder).
@@ -270,7 +263,7 @@ impl CongestionDetector {
             .cfg
             .standing_queue
             .max(self.delay_noise.mul_f64(STANDING_NOISE_GAIN));
-        let standing = standing_test && dlo - d_min.as_secs_f64() > threshold.as_secs_f64();
+        let standing = standing_test && queue > threshold.as_secs_f64();
         let g = if hi - lo < self.cfg.detect_min_spread.as_f64() {
             None
         } else {
@@ -285,7 +278,7 @@ impl CongestionDetector {
         // flow at its floor would read any queue as congestion and never
         // climb back.
         let anchored = if self.cfg.anchored_gradient || (g.is_none() && !standing_test) {
-            anchored_gradient()
+            anchored_gradient
         } else {
             None
         };

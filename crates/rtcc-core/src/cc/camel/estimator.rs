@@ -33,8 +33,6 @@ pub struct Estimator {
     hold: VecDeque<(Instant, Duration)>,
     bw_avg: Option<Bitrate>,
     d_min: Option<Duration>,
-    /// Send time of the newest frame whose delay is D_min (I27).
-    d_min_stamp: Option<Instant>,
     h: Duration,
     last_bw: Option<Bitrate>,
     last_delay: Option<Duration>,
@@ -57,7 +55,6 @@ impl Estimator {
             hold: VecDeque::new(),
             bw_avg: None,
             d_min: None,
-            d_min_stamp: None,
             h: Duration::ZERO,
             last_bw: None,
             last_delay: None,
@@ -156,12 +153,6 @@ impl Estimator {
         if let Some(m) = self.delay.iter().map(|&(_, d)| d).min() {
             // §4.1: "the minimum observed frame-level delay" ≈ RTprop.
             self.d_min = Some(m);
-            self.d_min_stamp = self
-                .delay
-                .iter()
-                .rev()
-                .find(|&&(_, d)| d == m)
-                .map(|&(t, _)| t);
         }
         if let Some(h) = self.hold.iter().map(|&(_, h)| h).max() {
             self.h = h;
@@ -184,11 +175,6 @@ impl Estimator {
     pub fn d_min(&self) -> Option<Duration> {
         self.d_min
     }
-    /// Send time of the newest frame whose delay is D_min (I27).
-    pub fn d_min_stamp(&self) -> Option<Instant> {
-        self.d_min_stamp
-    }
-
     /// Send time of the newest frame whose delay came within `tolerance` of
     /// D_min: the last time the path was seen (nearly) empty (I27).
     pub fn near_d_min_stamp(&self, tolerance: Duration) -> Option<Instant> {
