@@ -12,6 +12,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
+use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
     GccConfig, PudicaConfig, SqpConfig, WebRtcBbrConfig,
@@ -285,7 +286,12 @@ pub(crate) fn cc_config(
                         "backoff_gain",
                         "similar_min_rtt",
                         "padding",
+                        "min_rtt_update",
                         "min_rtt_rises_on_expiry",
+                        "window",
+                        "encoder_gain",
+                        "target_follows_backoff",
+                        "cycle_by_time",
                     ],
                 ]
                 .concat(),
@@ -305,11 +311,44 @@ pub(crate) fn cc_config(
                 &mut c.similar_min_rtt,
                 k.num("similar_min_rtt", 1.0, 100.0)?,
             );
-            set(&mut c.padding, k.flag("padding")?);
+            // `padding`: a flag (true = "always") or one of the modes.
+            let padding = [
+                ("always", DelayBbrPadding::Always),
+                ("probing", DelayBbrPadding::Probing),
+                ("off", DelayBbrPadding::Off),
+            ];
+            match k.table.get("padding").and_then(toml::Value::as_bool) {
+                Some(true) => c.padding = DelayBbrPadding::Always,
+                Some(false) => c.padding = DelayBbrPadding::Off,
+                None => set(&mut c.padding, k.choice("padding", &padding)?),
+            }
+            let rules = [
+                ("backoff", MinRttUpdate::Backoff),
+                ("falls-only", MinRttUpdate::FallsOnly),
+                ("next-sample", MinRttUpdate::NextSample),
+            ];
+            // `min_rtt_rises_on_expiry`, the older flag: true is QUIC's
+            // next-sample rule, false our earlier falls-only reading.
+            if k.table.contains_key("min_rtt_update")
+                && k.table.contains_key("min_rtt_rises_on_expiry")
+            {
+                return Err(
+                    "`min_rtt_update` and `min_rtt_rises_on_expiry` both given; use `min_rtt_update`"
+                        .to_owned(),
+                );
+            }
+            match k.flag("min_rtt_rises_on_expiry")? {
+                Some(true) => c.min_rtt_update = MinRttUpdate::NextSample,
+                Some(false) => c.min_rtt_update = MinRttUpdate::FallsOnly,
+                None => set(&mut c.min_rtt_update, k.choice("min_rtt_update", &rules)?),
+            }
+            set(&mut c.window, k.flag("window")?);
+            set(&mut c.encoder_gain, k.num("encoder_gain", 0.01, 10.0)?);
             set(
-                &mut c.min_rtt_rises_on_expiry,
-                k.flag("min_rtt_rises_on_expiry")?,
+                &mut c.target_follows_backoff,
+                k.flag("target_follows_backoff")?,
             );
+            set(&mut c.cycle_by_time, k.flag("cycle_by_time")?);
             Ok(CcConfig::DelayBbr(c))
         }
         "webrtc-bbr" => {
@@ -980,7 +1019,8 @@ mod tests {
         let text = format!(
             "{BOUNDS_TOML}seed = 7\napp_limited_detection = false\nmin_rtt_expiry = \"5s\"\n\
              srtt_alpha = 0.5\nbeta = 1.5\nbackoff_gain = 0.8\nsimilar_min_rtt = 1.2\n\
-             padding = false\nmin_rtt_rises_on_expiry = true"
+             padding = \"probing\"\nmin_rtt_update = \"falls-only\"\nwindow = true\n\
+             encoder_gain = 1.0\ntarget_follows_backoff = true\ncycle_by_time = false"
         );
         let mut want = DelayBbrConfig::default();
         (
@@ -995,10 +1035,33 @@ mod tests {
         want.beta = 1.5;
         want.backoff_gain = 0.8;
         want.similar_min_rtt = 1.2;
-        want.padding = false;
-        want.min_rtt_rises_on_expiry = true;
+        want.padding = DelayBbrPadding::Probing;
+        want.min_rtt_update = MinRttUpdate::FallsOnly;
+        want.window = true;
+        want.encoder_gain = 1.0;
+        want.target_follows_backoff = true;
+        want.cycle_by_time = false;
         assert_ne!(want, DelayBbrConfig::default());
         assert_eq!(parse("delay-bbr", &text), Ok(CcConfig::DelayBbr(want)));
+        // The older spellings.
+        let p = |t: &str| match parse("delay-bbr", t) {
+            Ok(CcConfig::DelayBbr(c)) => (c.padding, c.min_rtt_update),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            p("padding = false\nmin_rtt_rises_on_expiry = true"),
+            (DelayBbrPadding::Off, MinRttUpdate::NextSample)
+        );
+        assert_eq!(
+            p("padding = true\nmin_rtt_rises_on_expiry = false"),
+            (DelayBbrPadding::Always, MinRttUpdate::FallsOnly)
+        );
+        assert!(parse(
+            "delay-bbr",
+            "min_rtt_update = \"backoff\"\nmin_rtt_rises_on_expiry = true"
+        )
+        .is_err());
+        assert!(parse("delay-bbr", "padding = \"sometimes\"").is_err());
         assert!(parse("delay-bbr", "probe_rtt_duration = \"1s\"").is_err());
         assert!(parse("delay-bbr", "backoff_gain = 1.5").is_err());
     }

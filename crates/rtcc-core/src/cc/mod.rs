@@ -24,7 +24,7 @@ pub use bbr::{Bbr, BbrConfig};
 pub use camel::{Camel, CamelConfig};
 pub use copa::{Copa, CopaConfig, CopaMode};
 pub use cubic::{Cubic, CubicConfig};
-pub use delay_bbr::{DelayBbr, DelayBbrConfig};
+pub use delay_bbr::{DelayBbr, DelayBbrConfig, DelayBbrPadding, MinRttUpdate};
 pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};

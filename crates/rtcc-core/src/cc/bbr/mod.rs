@@ -216,6 +216,9 @@ pub struct Bbr {
     probe_rtt_caps_cwnd: bool,
     /// An expired RTprop takes the next sample even if higher (BBR: yes).
     rtprop_rises_on_expiry: bool,
+    /// ProbeBW phases last one RTprop whatever the in-flight data (BBR: no,
+    /// §4.3.4.3 also waits for in-flight to reach the phase's target).
+    cycle_by_time: bool,
     /// Bytes a derivative adds to the target cwnd once the pipe is full
     /// (WebRTC-BBR: QUIC's max ack height); zero for BBR.
     extra_cwnd: Bytes,
@@ -271,6 +274,7 @@ impl Bbr {
             gain_cycle: PACING_GAIN_CYCLE,
             probe_rtt_caps_cwnd: true,
             rtprop_rises_on_expiry: true,
+            cycle_by_time: false,
             extra_cwnd: Bytes::ZERO,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
@@ -453,6 +457,48 @@ impl Bbr {
     /// and expiry is only a signal ([`rtprop_expired`](Self::rtprop_expired)).
     pub(crate) fn set_rtprop_rises_on_expiry(&mut self, rises: bool) {
         self.rtprop_rises_on_expiry = rises;
+    }
+    /// Whether ProbeBW phases advance on time alone, one RTprop each (BBR:
+    /// no). A derivative that sets it also calls
+    /// [`on_cycle_timer`](Self::on_cycle_timer) at
+    /// [`cycle_deadline`](Self::cycle_deadline), so phases advance without
+    /// acknowledgements.
+    pub(crate) fn set_cycle_by_time(&mut self, by_time: bool) {
+        self.cycle_by_time = by_time;
+    }
+    /// When the current ProbeBW phase has lasted one RTprop (`None` outside
+    /// ProbeBW or before the first RTT sample).
+    pub(crate) fn cycle_deadline(&self) -> Option<Instant> {
+        if self.state != BbrState::ProbeBw {
+            return None;
+        }
+        // `is_next_cycle_phase` wants strictly more than one RTprop.
+        Some(self.cycle_stamp + self.rtprop? + Duration::from_nanos(1))
+    }
+    /// A timer at [`cycle_deadline`](Self::cycle_deadline): advance the
+    /// phase once it has lasted one RTprop and re-derive the pacing rate.
+    pub(crate) fn on_cycle_timer(&mut self, now: Instant) {
+        if self.cycle_deadline().is_some_and(|t| t <= now) {
+            self.advance_cycle_phase(now);
+            self.set_pacing_rate();
+            self.set_send_quantum();
+        }
+    }
+    /// Record a report's RTT sample and loss fraction for `estimate` and the
+    /// traces (what `on_feedback` does before the model update), for a
+    /// derivative that drives the model itself.
+    pub(crate) fn note_report(&mut self, report: &FeedbackReport, rtt: Option<Duration>) {
+        if let Some(r) = rtt {
+            // RFC 6298 smoothing, for traces and `estimate` only.
+            self.srtt = Some(self.srtt.map_or(r, |s| s.mul_f64(0.875) + r.mul_f64(0.125)));
+        }
+        self.loss_rate = report.loss_fraction();
+    }
+    /// Set RTprop and its stamp (a derivative's own RTprop rule).
+    pub(crate) fn set_rtprop(&mut self, rtprop: Duration, stamp: Instant) {
+        self.rtprop = Some(rtprop);
+        self.rtprop_stamp = stamp;
+        self.rtprop_expired = false;
     }
     /// The delivery-rate estimator, mutable.
     pub(crate) fn delivery_rate_mut(&mut self) -> &mut DeliveryRateEstimator {
@@ -728,11 +774,7 @@ impl CongestionController for Bbr {
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
         let rtt = report.rtt_sample(now);
-        if let Some(r) = rtt {
-            // RFC 6298 smoothing, for traces only.
-            self.srtt = Some(self.srtt.map_or(r, |s| s.mul_f64(0.875) + r.mul_f64(0.125)));
-        }
-        self.loss_rate = report.loss_fraction();
+        self.note_report(report, rtt);
         let out = self.rate.on_feedback(now, report, self.rtprop);
         self.update_on_ack(now, &out, rtt);
     }

@@ -46,6 +46,9 @@ impl Bbr {
     fn is_next_cycle_phase(&self, now: Instant, out: &AckOutcome) -> bool {
         let rtprop = self.rtprop.unwrap_or(Duration::ZERO);
         let is_full_length = now.saturating_duration_since(self.cycle_stamp) > rtprop;
+        if self.cycle_by_time {
+            return is_full_length;
+        }
         if self.pacing_gain > 1.0 {
             is_full_length
                 && (!out.newly_lost.is_zero()

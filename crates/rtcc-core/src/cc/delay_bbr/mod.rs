@@ -2,29 +2,38 @@
 //! `papers/delay-bbr-multipath.txt` §4.1, eqs. 12–13, Algorithms 1–5): BBR v1
 //! made to respond to delay, as a media congestion controller.
 //!
-//! It is [`Bbr`] with four changes (§4.1):
+//! It is [`Bbr`] with these changes (§4.1, and the authors' released
+//! simulator where the paper is silent: `SoonyangZhang/mp-video-simulation`,
+//! `congestion/bbr_sender_v5.cc` `MyBbrSenderV5`, `path_sender_v1.cc`):
 //!
 //! 1. the ProbeBW pacing-gain cycle is [`DELAY_BBR_GAIN_CYCLE`]
-//!    `[1.11, 0.9, 1, 1, 1, 1, 1, 1]` instead of `[1.25, 0.75, 1 ×6]`;
+//!    `[1.11, 0.9, 1, 1, 1, 1, 1, 1]`, each phase one min-RTT long, advanced
+//!    by time alone (`UpdateGainCyclePhase`), on a timer as well as on ACKs;
 //! 2. a smoothed RTT, `srtt = (1 − α)·srtt + α·rtt` with α = 0.9 (eq. 12), is
 //!    compared with `base_line_rtt`, the minimum RTT since the last back-off
 //!    (Algorithm 3); in ProbeBW, `srtt > β·base_line_rtt` with β = 1.2 is
 //!    congestion (Algorithm 4);
-//! 3. congestion, or a min-RTT older than 10 s, enters a ProbeRTT that paces
-//!    at 0.75 × BtlBw (no 4-packet window) until in-flight falls below the
-//!    BDP `bw · min_rtt` frozen at entry, then returns to ProbeBW
+//! 3. congestion, or a min-RTT older than 10 s, enters a back-off (our
+//!    ProbeRTT state) that paces at 0.75 × BtlBw until in-flight falls to
+//!    the BDP `bw · min_rtt` frozen at entry, then returns to ProbeBW
 //!    (Algorithm 5); at entry srtt is reset to 0 and base_line_rtt to +∞, and
 //!    acknowledgements of packets sent before the back-off do not update
-//!    them (Algorithm 3 line 11);
+//!    them (Algorithm 3 line 11). A back-off entered on min-RTT expiry also
+//!    ends after 4 × min_rtt and then takes the lowest RTT seen during it as
+//!    the new min_rtt, which may be higher (`MaybeEnterOrExitDecrease`);
 //! 4. bandwidth samples are `min(send rate, ack rate)` (eq. 13,
 //!    [`send_ack_rate`]), and padding is requested through
-//!    [`poll_probe`](CongestionController::poll_probe) while a phase probes
-//!    (pacing gain > 1) so the probe happens even when the encoder has
-//!    nothing to send (§4.1, last paragraph).
+//!    [`poll_probe`](CongestionController::poll_probe) whenever the sender
+//!    has no media, in every state (§4.1 last paragraph;
+//!    `ShouldSendProbePacket` is always true);
+//! 5. rate only: no congestion window (the authors' controller has a pacing
+//!    rate and a reference rate only); the encoder gets 0.8 × BtlBw
+//!    (`PathSenderV1::OnBandwidthUpdate`).
 //!
-//! Everything else (Startup, Drain, BtlBw/RTprop filters, cwnd, recovery,
+//! Everything else (Startup, Drain, BtlBw/RTprop filters, recovery,
 //! application-limited detection) is BBR's, run through the `bbr` module's
-//! derivative hooks. See `docs/algorithms/delay-bbr.md`.
+//! derivative hooks. Each departure from the authors' code is an option; see
+//! `docs/algorithms/delay-bbr.md`.
 
 pub mod send_ack_rate;
 
@@ -47,7 +56,40 @@ use crate::units::{Bitrate, Bytes};
 /// changed to [1.11, 0.9, 1, 1, 1, 1, 1, 1] in 8 RTT periods").
 pub const DELAY_BBR_GAIN_CYCLE: [f64; 8] = [1.11, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 
-/// Configuration of [`DelayBbr`], with the paper's defaults.
+/// When Delay-BBR asks the sender for padding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelayBbrPadding {
+    /// Whenever the sender has no media to send, in every state (the
+    /// authors' `ShouldSendProbePacket`, which always returns true).
+    Always,
+    /// Only while a phase probes (pacing gain above 1: Startup and the 1.11
+    /// ProbeBW phase); our earlier reading of §4.1.
+    Probing,
+    /// Never.
+    Off,
+}
+
+/// What Delay-BBR does to `min_rtt_` when it expires (older than
+/// `kMinRttExpiry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinRttUpdate {
+    /// The authors' `MaybeEnterOrExitDecrease`: the expiry enters a back-off;
+    /// when it ends (drained, or after 4 × min_rtt) `min_rtt_` becomes the
+    /// lowest RTT seen during it, higher or not, stamped when it was seen.
+    Backoff,
+    /// `min_rtt_` only ever falls (Algorithm 3 lines 4–7 read alone); the
+    /// expiry only backs off and restarts the 10 s clock. Our earlier reading.
+    FallsOnly,
+    /// QUIC BBR's `MaybeUpdateMinRtt`: the next sample after expiry replaces
+    /// `min_rtt_`, and the expiry also backs off.
+    NextSample,
+}
+
+/// Startup's pacing gain in the authors' code (`kDefaultHighGain`, 2.0).
+pub const AUTHORS_HIGH_GAIN: f64 = 2.0;
+
+/// Configuration of [`DelayBbr`], with the paper's defaults and, where the
+/// paper is silent, the authors' code's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DelayBbrConfig {
     /// The underlying BBR's configuration (bitrate bounds, MSS, filters,
@@ -59,36 +101,87 @@ pub struct DelayBbrConfig {
     pub srtt_alpha: f64,
     /// Congestion when `srtt > beta · base_line_rtt` (§4.1, Algorithm 4: β = 1.2).
     pub beta: f64,
-    /// Pacing gain of the delay-triggered ProbeRTT (§4.1, Algorithm 5 line 6: 0.75).
+    /// Pacing gain of the back-off (§4.1, Algorithm 5 line 6: 0.75).
     pub backoff_gain: f64,
     /// An RTT below `similar_min_rtt · min_rtt` restarts the min-RTT expiry
     /// clock (Algorithm 3 line 8, `kSimilarMinRtt`; the paper gives no value,
-    /// 1.125 is QUIC BBR's `kSimilarMinRttThreshold`).
+    /// the authors' `kSimilarMinRttThreshold` is 1.125).
     pub similar_min_rtt: f64,
-    /// Ask for padding while a phase probes (§4.1: "padding packets ... must
-    /// be generated for bandwidth probe purpose when there are no video
-    /// packets available"). Default `true`.
-    pub padding: bool,
-    /// On min-RTT expiry, take the next RTT sample as `min_rtt_` even if it
-    /// is higher, as QUIC BBR's `MaybeUpdateMinRtt` does. Default `false`:
-    /// the paper's Algorithm 3 (lines 4–7) only ever lowers `min_rtt_`, and
-    /// expiry only triggers a back-off (I12; the ablation is in the note).
-    pub min_rtt_rises_on_expiry: bool,
+    /// When to ask for padding (§4.1 last paragraph). Default
+    /// [`DelayBbrPadding::Always`], as the authors' code.
+    pub padding: DelayBbrPadding,
+    /// What an expired `min_rtt_` becomes. Default
+    /// [`MinRttUpdate::Backoff`], as the authors' code.
+    pub min_rtt_update: MinRttUpdate,
+    /// Keep BBR's congestion window (cwnd_gain · BDP). Default `false`: the
+    /// authors' controller paces only.
+    pub window: bool,
+    /// The encoder's target as a fraction of BtlBw (the authors'
+    /// `PathSenderV1::OnBandwidthUpdate`: 0.8).
+    pub encoder_gain: f64,
+    /// During a back-off the encoder's target also takes the back-off gain
+    /// (our earlier I11). Default `false`: the authors' reference rate stays
+    /// BtlBw.
+    pub target_follows_backoff: bool,
+    /// ProbeBW phases last one min-RTT whatever the in-flight data (the
+    /// authors' `UpdateGainCyclePhase`). Default `true`; `false` is BBR's
+    /// rule (the probing phase also waits for in-flight to reach 1.11 · BDP).
+    pub cycle_by_time: bool,
 }
 
 impl Default for DelayBbrConfig {
     fn default() -> Self {
         DelayBbrConfig {
-            bbr: BbrConfig::default(),
+            // The authors' kDefaultHighGain is 2 (Startup doubles the rate
+            // each round, Drain paces at 1/2), not BBR's 2/ln 2: without a
+            // window, Startup's overshoot is bounded only by the gain.
+            bbr: BbrConfig {
+                high_gain: AUTHORS_HIGH_GAIN,
+                ..BbrConfig::default()
+            },
             gain_cycle: DELAY_BBR_GAIN_CYCLE,
             srtt_alpha: 0.9,
             beta: 1.2,
             backoff_gain: 0.75,
             similar_min_rtt: 1.125,
-            padding: true,
-            min_rtt_rises_on_expiry: false,
+            padding: DelayBbrPadding::Always,
+            min_rtt_update: MinRttUpdate::Backoff,
+            window: false,
+            encoder_gain: 0.8,
+            target_follows_backoff: false,
+            cycle_by_time: true,
         }
     }
+}
+
+impl DelayBbrConfig {
+    /// The configuration of our earlier reading (padding while probing only,
+    /// min_rtt only falls, BBR's window, the encoder at BtlBw following the
+    /// back-off, BBR's cycle rule): kept for comparison.
+    pub fn earlier_reading() -> Self {
+        DelayBbrConfig {
+            padding: DelayBbrPadding::Probing,
+            min_rtt_update: MinRttUpdate::FallsOnly,
+            window: true,
+            encoder_gain: 1.0,
+            target_follows_backoff: true,
+            cycle_by_time: false,
+            ..DelayBbrConfig::default()
+        }
+    }
+}
+
+/// The back-off in progress (Algorithm 5, `MaybeEnterOrExitDecrease`).
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    /// When it began (`exit_probe_rtt_at_`).
+    since: Instant,
+    /// Entered because min_rtt_ expired (`min_rtt_expired_`).
+    expiry: bool,
+    /// min_rtt_ at entry (`min_rtt_record_`).
+    min_rtt_record: Duration,
+    /// Lowest RTT seen during it and when (`min_rtt_in_decrease_`).
+    lowest: Option<(Duration, Instant)>,
 }
 
 /// Delay-BBR.
@@ -105,8 +198,12 @@ pub struct DelayBbr {
     seq_at_backoff: Option<SeqNo>,
     /// `bdp_`, frozen when the back-off began (Algorithm 5 line 7).
     backoff_bdp: Bytes,
-    /// Number of back-offs (ProbeRTT entries) so far.
+    /// The back-off in progress.
+    backoff: Option<Backoff>,
+    /// Number of back-offs so far, and how many of them the min-RTT expiry
+    /// started.
     backoffs: u64,
+    expiry_backoffs: u64,
     /// Probe padding requests.
     padding: ProbePadding,
 }
@@ -116,13 +213,12 @@ impl DelayBbr {
     pub fn new(now: Instant, config: DelayBbrConfig) -> Self {
         let mut bbr = Bbr::new(now, config.bbr.clone());
         bbr.set_gain_cycle(config.gain_cycle);
-        // Algorithm 5: ProbeRTT drains by pacing at 0.75, "instead of only
-        // four packets are sent".
+        // Algorithm 5: the back-off drains by pacing at 0.75, "instead of
+        // only four packets are sent".
         bbr.set_probe_rtt_caps_cwnd(false);
-        // Algorithm 3 lines 4–7: min_rtt_ only ever falls; its expiry
-        // (Algorithm 2 line 3) triggers a back-off, never a higher min (I12),
-        // unless the QUIC behaviour is asked for.
-        bbr.set_rtprop_rises_on_expiry(config.min_rtt_rises_on_expiry);
+        // BBR's own RTprop only falls; the expiry rule is ours to apply.
+        bbr.set_rtprop_rises_on_expiry(config.min_rtt_update == MinRttUpdate::NextSample);
+        bbr.set_cycle_by_time(config.cycle_by_time);
         DelayBbr {
             bbr,
             sampler: SendAckRateSampler::new(),
@@ -130,7 +226,9 @@ impl DelayBbr {
             baseline_rtt: None,
             seq_at_backoff: None,
             backoff_bdp: Bytes::ZERO,
+            backoff: None,
             backoffs: 0,
+            expiry_backoffs: 0,
             padding: ProbePadding::default(),
             config,
         }
@@ -164,15 +262,28 @@ impl DelayBbr {
     pub fn backoff_bdp(&self) -> Bytes {
         self.backoff_bdp
     }
-    /// Number of ProbeRTT entries so far.
+    /// Number of back-offs so far.
     pub fn backoffs(&self) -> u64 {
         self.backoffs
+    }
+    /// Number of back-offs the min-RTT expiry started.
+    pub fn expiry_backoffs(&self) -> u64 {
+        self.expiry_backoffs
     }
 
     /// A phase that probes for bandwidth: pacing gain above 1 (Startup, the
     /// 1.11 ProbeBW phase).
     fn probing(&self) -> bool {
         self.bbr.pacing_gain() > 1.0
+    }
+
+    /// Whether padding is wanted now (before the window check).
+    fn wants_padding(&self) -> bool {
+        match self.config.padding {
+            DelayBbrPadding::Always => true,
+            DelayBbrPadding::Probing => self.probing(),
+            DelayBbrPadding::Off => false,
+        }
     }
 
     /// Algorithm 3 lines 11–17: baseline and srtt, for acks of packets sent
@@ -204,9 +315,16 @@ impl DelayBbr {
         self.bbr.state() == BbrState::ProbeBw && srtt > base.mul_f64(self.config.beta)
     }
 
-    /// Algorithm 5 `MaybeEnterOrExitDrain`.
-    fn maybe_enter_or_exit_drain(&mut self, now: Instant, min_rtt_expired: bool, congested: bool) {
-        if self.bbr.state() != BbrState::ProbeRtt && (min_rtt_expired || congested) {
+    /// Algorithm 5 `MaybeEnterOrExitDrain` (the authors'
+    /// `MaybeEnterOrExitDecrease`), given this ACK's RTT sample.
+    fn maybe_enter_or_exit_drain(
+        &mut self,
+        now: Instant,
+        min_rtt_expired: bool,
+        congested: bool,
+        rtt: Option<Duration>,
+    ) {
+        if self.backoff.is_none() && (min_rtt_expired || congested) {
             self.bbr.enter_probe_rtt_with_gain(self.config.backoff_gain);
             self.seq_at_backoff = self.bbr.largest_sent();
             self.srtt = None;
@@ -214,13 +332,36 @@ impl DelayBbr {
             let min_rtt = self.bbr.rtprop().unwrap_or(Duration::ZERO);
             self.backoff_bdp = self.bbr.btlbw() * min_rtt;
             self.backoffs += 1;
-            if min_rtt_expired {
-                // I12: one expiry back-off per kMinRttExpiry, not one per
-                // ACK while no sample comes near min_rtt_.
+            self.expiry_backoffs += u64::from(min_rtt_expired);
+            self.backoff = Some(Backoff {
+                since: now,
+                expiry: min_rtt_expired,
+                min_rtt_record: min_rtt,
+                lowest: None,
+            });
+            if min_rtt_expired && self.config.min_rtt_update == MinRttUpdate::FallsOnly {
+                // One expiry back-off per kMinRttExpiry, not one per ACK
+                // while no sample comes near a min_rtt_ that never rises.
                 self.bbr.refresh_rtprop_stamp(now);
             }
+        } else if let (Some(b), Some(r)) = (self.backoff.as_mut(), rtt) {
+            // The authors' min_rtt_in_decrease_: samples from the ACKs after
+            // the one that started the back-off.
+            if b.lowest.is_none_or(|(l, _)| r <= l) {
+                b.lowest = Some((r, now));
+            }
         }
-        if self.bbr.state() == BbrState::ProbeRtt && self.bbr.bytes_in_flight() < self.backoff_bdp {
+        let Some(b) = self.backoff else { return };
+        let drained = self.bbr.bytes_in_flight() <= self.backoff_bdp;
+        let timed_out = b.expiry
+            && self.config.min_rtt_update == MinRttUpdate::Backoff
+            && now.saturating_duration_since(b.since) > b.min_rtt_record * 4;
+        if drained || timed_out {
+            if b.expiry && self.config.min_rtt_update == MinRttUpdate::Backoff {
+                let (rtt, stamp) = b.lowest.unwrap_or((b.min_rtt_record, now));
+                self.bbr.set_rtprop(rtt, stamp);
+            }
+            self.backoff = None;
             self.bbr.leave_probe_rtt(now);
         }
     }
@@ -232,13 +373,36 @@ impl CongestionController for DelayBbr {
     }
 
     fn trace_variables(&self) -> &'static [&'static str] {
-        crate::cc::bbr::bbr_trace_variables!(
-            "srtt_ms",
-            "baseline_rtt_ms",
-            "congested",
-            "backoff_bdp_bytes",
-            "backoffs"
-        )
+        if self.config.window {
+            crate::cc::bbr::bbr_trace_variables!(
+                "srtt_ms",
+                "baseline_rtt_ms",
+                "congested",
+                "backoff_bdp_bytes",
+                "backoffs",
+                "expiry_backoffs"
+            )
+        } else {
+            // Rate only: there is no window to report (`cwnd_bytes`).
+            &[
+                "mode",
+                "btl_bw_kbps",
+                "rt_prop_ms",
+                "pacing_gain",
+                "cwnd_gain",
+                "pacing_rate_kbps",
+                "inflight_bytes",
+                "round_count",
+                "filled_pipe",
+                "in_recovery",
+                "srtt_ms",
+                "baseline_rtt_ms",
+                "congested",
+                "backoff_bdp_bytes",
+                "backoffs",
+                "expiry_backoffs",
+            ]
+        }
     }
 
     fn trace(&self, sink: &mut dyn TraceSink) {
@@ -254,21 +418,23 @@ impl CongestionController for DelayBbr {
         sink.record("congested", trace_flag(self.congested()));
         sink.record("backoff_bdp_bytes", trace_bytes(self.backoff_bdp));
         sink.record("backoffs", self.backoffs as f64);
+        sink.record("expiry_backoffs", self.expiry_backoffs as f64);
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
         // Algorithm 1: record length and send time (both estimators).
         self.sampler.on_packet_sent(pkt);
-        // While the driver pads a probing phase the sender never runs out of
-        // data, so neither padding nor the last media packet marks an
+        // While the driver pads, the sender never runs out of data, so
+        // neither padding nor the last media packet marks an
         // application-limited bubble.
-        let padded = self.config.padding && self.padding.driven() && self.probing();
+        let padded = self.padding.driven() && self.wants_padding();
         let may_mark = pkt.kind != PacketKind::Padding && !padded;
         self.bbr.on_packet_sent_inner(now, pkt, may_mark);
     }
 
     fn on_feedback(&mut self, now: Instant, report: &FeedbackReport) {
         let rtt = report.rtt_sample(now);
+        self.bbr.note_report(report, rtt);
         let prior_min_rtt = self.bbr.rtprop();
         let mut out = self
             .bbr
@@ -298,50 +464,84 @@ impl CongestionController for DelayBbr {
         }
         let congested = self.congested();
         let min_rtt_expired = self.bbr.rtprop_expired() && !similar;
-        self.maybe_enter_or_exit_drain(now, min_rtt_expired, congested);
+        self.maybe_enter_or_exit_drain(now, min_rtt_expired, congested, rtt);
+        if self.config.cycle_by_time {
+            // A lower min_rtt can make the current phase already due.
+            self.bbr.on_cycle_timer(now);
+        }
         self.bbr.update_control_parameters(&out);
     }
 
     fn on_frame(&mut self, now: Instant, frame: &FrameInfo) {
+        // A sender that pads whenever it has no media is never out of data:
+        // a frame arriving to an empty queue opens no application-limited
+        // bubble (which would keep Startup from seeing the pipe full).
+        if self.padding.driven() && self.config.padding == DelayBbrPadding::Always {
+            return;
+        }
         self.bbr.on_frame(now, frame);
     }
 
-    fn target_bitrate(&self) -> Bitrate {
-        // I11: during a back-off the encoder follows the reduced sending
-        // rate (§4.1: "the sending rate would be reduced to 0.75X of its
-        // maximum rate"). Were it left at BtlBw, the encoder would fill the
-        // sender queue faster than the 0.75 pacing drains it, the pacer's
-        // queue-time limit would then pace above the gain, and the back-off
-        // would never drain the network queue.
-        let target = self.bbr.target_bitrate();
-        if self.bbr.state() == BbrState::ProbeRtt {
-            let c = &self.config.bbr;
-            target
-                .mul_f64(self.config.backoff_gain)
-                .clamp(c.min_bitrate, c.max_bitrate)
-        } else {
-            target
+    fn on_timeout(&mut self, now: Instant) {
+        // `UpdateGainCyclePhase` is time-based: a phase ends after one
+        // min-RTT even when no acknowledgement arrives.
+        if self.config.cycle_by_time {
+            self.bbr.on_cycle_timer(now);
         }
     }
 
+    fn poll_timeout(&self) -> Option<Instant> {
+        if self.config.cycle_by_time {
+            self.bbr.cycle_deadline()
+        } else {
+            None
+        }
+    }
+
+    fn target_bitrate(&self) -> Bitrate {
+        // The authors' path sender gives the encoder 0.8 × the reference
+        // rate (BtlBw) at all times (`PathSenderV1::OnBandwidthUpdate`).
+        // I11, optional: during a back-off it also takes the 0.75 gain.
+        let c = &self.config.bbr;
+        let mut gain = self.config.encoder_gain;
+        if self.config.target_follows_backoff && self.bbr.state() == BbrState::ProbeRtt {
+            gain *= self.config.backoff_gain;
+        }
+        self.bbr
+            .target_bitrate()
+            .mul_f64(gain)
+            .clamp(c.min_bitrate, c.max_bitrate)
+    }
+
     fn send_budget(&self) -> SendBudget {
-        self.bbr.send_budget()
+        let budget = self.bbr.send_budget();
+        if self.config.window {
+            budget
+        } else {
+            SendBudget {
+                cwnd: None,
+                ..budget
+            }
+        }
     }
 
     fn estimate(&self) -> Estimate {
+        // srtt_ is unset after each back-off until a packet sent after it
+        // is acknowledged; the RFC 6298 srtt fills that gap.
+        let bbr = self.bbr.estimate();
         Estimate {
-            rtt: self.srtt.or(self.bbr.estimate().rtt),
-            ..self.bbr.estimate()
+            rtt: self.srtt.or(bbr.rtt),
+            ..bbr
         }
     }
 
     fn poll_probe(&mut self, _now: Instant) -> Option<ProbeRequest> {
-        if !self.config.padding {
+        if self.config.padding == DelayBbrPadding::Off {
             return None;
         }
-        let probing = self.probing();
+        let wants = self.wants_padding();
         let (budget, in_flight) = (self.send_budget(), self.bbr.bytes_in_flight());
         self.padding
-            .poll(probing, budget, in_flight, self.config.bbr.mss)
+            .poll(wants, budget, in_flight, self.config.bbr.mss)
     }
 }

@@ -44,16 +44,19 @@ fn ack(now: Instant, pkts: &[SentPacket]) -> FeedbackReport {
 }
 
 /// A backlogged sender over one bottleneck of `cap` with one-way delay
-/// `owd` and an unbounded queue; the receiver reports every 10 ms. Runs
-/// until `until`, calling `hook` after each feedback.
+/// `owd` and a drop-tail queue of `buffer` (in time at `cap`); the receiver
+/// reports every 10 ms, lost packets included. Runs until `until`, calling
+/// `hook` after each feedback.
 struct Path {
     cap: Bitrate,
     owd: Duration,
+    buffer: Duration,
     t: Instant,
     next_send: Instant,
     free_at: Instant,
     seq: SeqNo,
-    arrivals: VecDeque<(SentPacket, Instant)>,
+    /// Packets in arrival order with their arrival (or, when dropped, report) time.
+    arrivals: VecDeque<(SentPacket, Instant, bool)>,
     reports: VecDeque<(Instant, FeedbackReport)>,
     last_report: Instant,
 }
@@ -63,6 +66,7 @@ impl Path {
         Path {
             cap,
             owd,
+            buffer: ms(200),
             t: Instant::ZERO,
             next_send: Instant::ZERO,
             free_at: Instant::ZERO,
@@ -85,11 +89,11 @@ impl Path {
             if t >= self.last_report + ms(10) {
                 self.last_report = t;
                 let mut packets = Vec::new();
-                while self.arrivals.front().is_some_and(|(_, a)| *a <= t) {
-                    if let Some((p, a)) = self.arrivals.pop_front() {
+                while self.arrivals.front().is_some_and(|(_, a, _)| *a <= t) {
+                    if let Some((p, a, lost)) = self.arrivals.pop_front() {
                         packets.push(PacketResult {
                             sent: p,
-                            arrival: Some(a),
+                            arrival: (!lost).then_some(a),
                         });
                     }
                 }
@@ -113,9 +117,16 @@ impl Path {
                 let p = pkt(self.seq, t, MSS, PacketKind::Media);
                 self.seq += 1;
                 cc.on_packet_sent(t, &p);
-                let depart = self.free_at.max(t) + Bytes::new(MSS) / self.cap;
-                self.free_at = depart;
-                self.arrivals.push_back((p, depart + self.owd));
+                let backlog = self.free_at.saturating_duration_since(t);
+                if backlog > self.buffer {
+                    // Dropped: reported with the packet queued ahead of it.
+                    let at = self.free_at.max(t) + self.owd;
+                    self.arrivals.push_back((p, at, true));
+                } else {
+                    let depart = self.free_at.max(t) + Bytes::new(MSS) / self.cap;
+                    self.free_at = depart;
+                    self.arrivals.push_back((p, depart + self.owd, false));
+                }
                 self.next_send += Bytes::new(MSS) / budget.pacing_rate;
             }
             self.t = t + ms(1);
@@ -123,23 +134,37 @@ impl Path {
     }
 }
 
-fn fresh(padding: bool) -> DelayBbr {
-    let config = DelayBbrConfig {
-        bbr: BbrConfig {
-            start_bitrate: Bitrate::kbps(500),
-            max_bitrate: Bitrate::mbps(10),
-            mss: Bytes::new(MSS),
-            ..BbrConfig::default()
+fn bbr_config() -> BbrConfig {
+    BbrConfig {
+        start_bitrate: Bitrate::kbps(500),
+        max_bitrate: Bitrate::mbps(10),
+        mss: Bytes::new(MSS),
+        ..DelayBbrConfig::default().bbr
+    }
+}
+
+/// The default controller (the authors' choices where the paper is silent).
+fn fresh() -> DelayBbr {
+    with(DelayBbrConfig::default())
+}
+
+fn with(config: DelayBbrConfig) -> DelayBbr {
+    DelayBbr::new(
+        Instant::ZERO,
+        DelayBbrConfig {
+            bbr: bbr_config(),
+            ..config
         },
-        padding,
-        ..DelayBbrConfig::default()
-    };
-    DelayBbr::new(Instant::ZERO, config)
+    )
 }
 
 /// A controller run over a `cap`, `2·owd` RTT path for 3 s, into ProbeBW.
 fn in_probe_bw(cap: Bitrate, owd: Duration) -> (DelayBbr, Path) {
-    let mut cc = fresh(true);
+    in_probe_bw_with(DelayBbrConfig::default(), cap, owd)
+}
+
+fn in_probe_bw_with(config: DelayBbrConfig, cap: Bitrate, owd: Duration) -> (DelayBbr, Path) {
+    let mut cc = with(config);
     let mut path = Path::new(cap, owd);
     path.run(&mut cc, at(3000), |_| {});
     assert!(cc.bbr().filled_pipe(), "Startup must have ended");
@@ -148,7 +173,7 @@ fn in_probe_bw(cap: Bitrate, owd: Duration) -> (DelayBbr, Path) {
 
 #[test]
 fn probe_bw_gain_cycle_is_1_11_0_9_then_six_1() {
-    let mut cc = fresh(true);
+    let mut cc = fresh();
     cc.bbr.enter_probe_bw(at(0));
     let mut gains = Vec::new();
     for i in 0..8 {
@@ -181,7 +206,7 @@ fn probe_bw_cycles_the_delay_bbr_gains_on_a_path() {
 
 #[test]
 fn srtt_is_an_ewma_with_alpha_0_9() {
-    let mut cc = fresh(true);
+    let mut cc = fresh();
     cc.update_srtt(1, ms(100));
     assert_eq!(cc.baseline_rtt(), Some(ms(100)));
     assert_eq!(cc.srtt(), Some(ms(100)));
@@ -197,7 +222,7 @@ fn srtt_is_an_ewma_with_alpha_0_9() {
 
 #[test]
 fn congestion_is_srtt_above_1_2_baseline_in_probe_bw_only() {
-    let mut cc = fresh(true);
+    let mut cc = fresh();
     cc.update_srtt(1, ms(100));
     // Startup: never congested by delay (Algorithm 4 line 4).
     cc.update_srtt(2, ms(200));
@@ -218,24 +243,32 @@ fn backoff_paces_at_0_75_until_inflight_below_bdp() {
     let before = cc.backoffs();
     let inflight = cc.bbr().bytes_in_flight();
     assert!(!inflight.is_zero());
-    cc.maybe_enter_or_exit_drain(now, false, true);
+    cc.maybe_enter_or_exit_drain(now, false, true, None);
     assert_eq!(cc.state(), BbrState::ProbeRtt);
     assert_eq!(cc.bbr().pacing_gain(), 0.75);
     let bdp = cc.bbr().btlbw() * cc.bbr().rtprop().unwrap_or(Duration::ZERO);
     assert_eq!(cc.backoff_bdp(), bdp);
     assert_eq!(cc.backoffs(), before + 1);
-    // The pacing rate follows the 0.75 gain and cwnd is not cut to 4 packets.
-    let mut states = Vec::new();
+    assert_eq!(cc.expiry_backoffs(), 0);
+    // Paced at 0.75 · BtlBw with no window, until in-flight is down to the
+    // frozen BDP; then ProbeBW, at the first report that shows it.
+    let mut in_backoff = 0;
+    let mut left_with = None;
+    let mut prev = cc.state();
     path.run(&mut cc, now + ms(2000), |c| {
         if c.state() == BbrState::ProbeRtt {
-            assert!(c.bbr().bytes_in_flight() >= c.backoff_bdp());
-            assert_eq!(c.bbr().pacing_rate(), c.bbr().btlbw().mul_f64(0.75));
-            assert!(c.bbr().cwnd() > Bytes::new(4 * MSS));
+            in_backoff += 1;
+            assert!(c.bbr().bytes_in_flight() > c.backoff_bdp());
+            assert_eq!(c.send_budget().pacing_rate, c.bbr().btlbw().mul_f64(0.75));
+            assert_eq!(c.send_budget().cwnd, None);
+        } else if prev == BbrState::ProbeRtt {
+            left_with = Some(c.bbr().bytes_in_flight());
         }
-        states.push(c.state());
+        prev = c.state();
     });
-    assert!(states.contains(&BbrState::ProbeRtt), "left at once");
-    assert!(states.contains(&BbrState::ProbeBw), "never left ProbeRTT");
+    assert!(in_backoff > 0, "left at once");
+    let left_with = left_with.expect("never left the back-off");
+    assert!(left_with <= cc.backoff_bdp(), "{left_with:?}");
 }
 
 #[test]
@@ -243,7 +276,7 @@ fn backoff_resets_srtt_and_ignores_acks_sent_before_it() {
     let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
     cc.update_srtt(10, ms(40));
     assert!(cc.srtt().is_some());
-    cc.maybe_enter_or_exit_drain(path.t, false, true);
+    cc.maybe_enter_or_exit_drain(path.t, false, true, None);
     let s = cc.seq_at_backoff().expect("packets were sent");
     assert_eq!(Some(s), cc.bbr().largest_sent());
     assert_eq!(cc.srtt(), None);
@@ -255,68 +288,135 @@ fn backoff_resets_srtt_and_ignores_acks_sent_before_it() {
     assert_eq!(cc.srtt(), Some(ms(55)));
 }
 
-#[test]
-fn min_rtt_expiry_also_backs_off() {
-    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
-    cc.maybe_enter_or_exit_drain(path.t, true, false);
-    assert_eq!(cc.state(), BbrState::ProbeRtt);
-    assert_eq!(cc.bbr().pacing_gain(), 0.75);
+/// A path whose queue stands `extra` above its propagation delay from now
+/// on (another flow's queue): every RTT is well above 1.125 · min_rtt.
+fn standing_queue(path: &mut Path, extra: Duration) {
+    path.owd += extra;
 }
 
 #[test]
-fn min_rtt_expiry_restarts_the_expiry_clock() {
-    // I12: with min_rtt_ never rising, an expiry back-off restarts the
-    // 10 s clock, so expiry backs off once per kMinRttExpiry rather than at
-    // every ACK until a sample comes near min_rtt_. A delay back-off does not.
-    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
-    let now = path.t + ms(20_000);
-    let stamp = cc.bbr().rtprop_stamp();
-    cc.maybe_enter_or_exit_drain(now, false, true);
-    assert_eq!(cc.bbr().rtprop_stamp(), stamp);
-    cc.bbr.leave_probe_rtt(now);
-    cc.maybe_enter_or_exit_drain(now, true, false);
-    assert_eq!(cc.bbr().rtprop_stamp(), now);
+fn min_rtt_expiry_is_detected_from_feedback_and_backs_off() {
+    // Driven only through `on_feedback`: with every RTT 40 ms above
+    // min_rtt, no sample refreshes it; 10 s after the last one, an ACK
+    // finds it expired and backs off (Algorithm 2 line 3).
+    let (mut cc, mut path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let start = path.t;
+    standing_queue(&mut path, ms(20));
+    let mut first_expiry = None;
+    path.run(&mut cc, start + ms(12_000), |c| {
+        if first_expiry.is_none() && c.expiry_backoffs() > 0 {
+            first_expiry = Some(c.state());
+        }
+    });
+    assert_eq!(first_expiry, Some(BbrState::ProbeRtt));
+    assert!(cc.expiry_backoffs() >= 1);
 }
 
 #[test]
-fn backoff_lowers_the_encoder_target_with_the_pacing_rate() {
-    // I11: the encoder follows the 0.75 sending rate during a back-off and
-    // gets BtlBw back when ProbeBW resumes.
-    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
-    let btlbw = cc.bbr().btlbw();
-    assert_eq!(cc.target_bitrate(), btlbw);
-    cc.maybe_enter_or_exit_drain(path.t, false, true);
-    assert_eq!(cc.state(), BbrState::ProbeRtt);
-    assert_eq!(cc.target_bitrate(), btlbw.mul_f64(0.75));
-    cc.bbr.leave_probe_rtt(path.t);
-    assert_eq!(cc.target_bitrate(), btlbw);
-}
-
-#[test]
-fn min_rtt_never_rises_when_it_expires() {
-    // I12 (Algorithm 3 lines 4–7): past kMinRttExpiry a higher RTT does not
-    // replace min_rtt_ (BBR's RTprop would take it); the expiry only backs off.
+fn expiry_backoff_takes_the_lowest_rtt_seen_during_it() {
+    // The authors' MaybeEnterOrExitDecrease: when an expiry back-off ends,
+    // min_rtt becomes the lowest RTT of its ACKs, even if higher, and the
+    // clock restarts from that sample. So min_rtt follows a path whose
+    // propagation delay grew, and the next expiry is 10 s later, not at the
+    // next ACK.
     let (mut cc, mut path) = in_probe_bw(Bitrate::mbps(2), ms(20));
     let min = cc.bbr().rtprop().expect("RTT sampled");
-    // A standing queue from now on: every RTT well above 1.125 · min_rtt.
-    path.owd = ms(60);
+    let start = path.t;
+    standing_queue(&mut path, ms(30));
+    path.run(&mut cc, start + ms(11_500), |_| {});
+    assert_eq!(cc.expiry_backoffs(), 1);
+    let risen = cc.bbr().rtprop().expect("RTT sampled");
+    assert!(risen >= min + ms(55), "{risen:?} from {min:?}");
+    assert!(risen <= min + ms(80), "{risen:?} from {min:?}");
+    path.run(&mut cc, start + ms(19_000), |_| {});
+    assert_eq!(cc.expiry_backoffs(), 1, "expired again within 10 s");
+}
+
+#[test]
+fn expiry_backoff_ends_after_four_min_rtts() {
+    // Even when in-flight never falls to the frozen BDP (here: a back-off
+    // forced with a BDP of zero), an expiry back-off ends after 4 × min_rtt.
+    let (mut cc, mut path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let min = cc.bbr().rtprop().expect("RTT sampled");
+    let t0 = path.t;
+    cc.maybe_enter_or_exit_drain(t0, true, false, None);
+    cc.backoff_bdp = Bytes::ZERO;
+    let mut left = None;
+    path.run(&mut cc, t0 + ms(1000), |c| {
+        if left.is_none() && c.state() != BbrState::ProbeRtt {
+            left = Some(c.bbr().rtprop());
+        }
+    });
+    assert!(left.is_some(), "still backing off");
+    // It ended between 4 and 5 min-RTTs in; a delay back-off would not.
+    let (mut cc, mut path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let t0 = path.t;
+    cc.maybe_enter_or_exit_drain(t0, false, true, None);
+    cc.backoff_bdp = Bytes::ZERO;
+    path.run(&mut cc, t0 + min * 6, |c| {
+        assert_eq!(c.state(), BbrState::ProbeRtt, "a delay back-off timed out");
+    });
+}
+
+#[test]
+fn min_rtt_stays_at_the_path_rtt_over_a_long_session() {
+    // Alone on a path, the baseline must not drift: the 1.11 phase queues a
+    // little, the 0.9 phase and the back-offs drain it, and RTprop stays
+    // within a few ms of the 40 ms propagation RTT for a minute.
+    let (mut cc, mut path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let mut worst = Duration::ZERO;
+    path.run(&mut cc, at(60_000), |c| {
+        if let Some(r) = c.bbr().rtprop() {
+            worst = worst.max(r);
+        }
+    });
+    assert!(worst <= ms(48), "{worst:?}");
+    assert!(cc.bbr().rtprop() >= Some(ms(40)));
+}
+
+#[test]
+fn falls_only_restarts_the_expiry_clock_and_never_raises_min_rtt() {
+    // Our earlier reading (Algorithm 3 lines 4–7 alone): an expiry back-off
+    // restarts the 10 s clock and min_rtt_ never rises. A delay back-off
+    // leaves the clock alone.
+    let falls = DelayBbrConfig {
+        min_rtt_update: MinRttUpdate::FallsOnly,
+        ..DelayBbrConfig::default()
+    };
+    let (mut cc, path) = in_probe_bw_with(falls.clone(), Bitrate::mbps(2), ms(20));
+    let now = path.t + ms(20_000);
+    let stamp = cc.bbr().rtprop_stamp();
+    cc.maybe_enter_or_exit_drain(now, false, true, None);
+    assert_eq!(cc.bbr().rtprop_stamp(), stamp);
+    cc.backoff = None;
+    cc.bbr.leave_probe_rtt(now);
+    cc.maybe_enter_or_exit_drain(now, true, false, None);
+    assert_eq!(cc.bbr().rtprop_stamp(), now);
+
+    let (mut cc, mut path) = in_probe_bw_with(falls, Bitrate::mbps(2), ms(20));
+    let min = cc.bbr().rtprop().expect("RTT sampled");
+    standing_queue(&mut path, ms(40));
     path.run(&mut cc, path.t + ms(12_000), |c| {
         assert_eq!(c.bbr().rtprop(), Some(min), "min_rtt rose");
     });
-    assert!(cc.backoffs() > 0);
+    assert!(cc.expiry_backoffs() > 0);
+}
 
-    // The QUIC behaviour, on request: the expired min takes the higher sample.
-    let mut quic = fresh(true);
-    quic.config.min_rtt_rises_on_expiry = true;
-    quic.bbr.set_rtprop_rises_on_expiry(true);
-    let mut path = Path::new(Bitrate::mbps(2), ms(20));
-    path.run(&mut quic, at(3000), |_| {});
-    path.owd = ms(60);
-    path.run(&mut quic, path.t + ms(12_000), |_| {});
-    assert!(quic.bbr().rtprop() > Some(min), "{:?}", quic.bbr().rtprop());
+#[test]
+fn next_sample_rule_takes_the_first_sample_after_expiry() {
+    // QUIC's MaybeUpdateMinRtt, on request, and BBR itself (draft
+    // §4.1.2.3): the expired min takes the next, higher sample.
+    let quic = DelayBbrConfig {
+        min_rtt_update: MinRttUpdate::NextSample,
+        ..DelayBbrConfig::default()
+    };
+    let (mut cc, mut path) = in_probe_bw_with(quic, Bitrate::mbps(2), ms(20));
+    let min = cc.bbr().rtprop().expect("RTT sampled");
+    standing_queue(&mut path, ms(40));
+    path.run(&mut cc, path.t + ms(12_000), |_| {});
+    assert!(cc.bbr().rtprop() > Some(min), "{:?}", cc.bbr().rtprop());
 
-    // BBR itself (draft §4.1.2.3) takes the higher sample on expiry.
-    let mut bbr = Bbr::new(Instant::ZERO, cc.config().bbr.clone());
+    let mut bbr = Bbr::new(Instant::ZERO, bbr_config());
     let report = |t: Instant, seq: SeqNo, rtt: Duration| {
         let sent = pkt(seq, t.saturating_sub(rtt), MSS, PacketKind::Media);
         (sent, ack(t, &[sent]))
@@ -329,6 +429,77 @@ fn min_rtt_never_rises_when_it_expires() {
     bbr.on_packet_sent(p.send_time, &p);
     bbr.on_feedback(at(10_200), &r);
     assert_eq!(bbr.rtprop(), Some(ms(120)));
+}
+
+#[test]
+fn encoder_gets_0_8_of_btlbw_and_optionally_follows_the_backoff() {
+    // The authors' PathSenderV1::OnBandwidthUpdate: 0.8 × the reference
+    // rate (BtlBw), also during a back-off.
+    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let btlbw = cc.bbr().btlbw();
+    assert_eq!(cc.target_bitrate(), btlbw.mul_f64(0.8));
+    cc.maybe_enter_or_exit_drain(path.t, false, true, None);
+    assert_eq!(cc.state(), BbrState::ProbeRtt);
+    assert_eq!(cc.target_bitrate(), btlbw.mul_f64(0.8));
+    // I11, on request: the encoder follows the 0.75 sending rate during a
+    // back-off and gets its share back when ProbeBW resumes.
+    let i11 = DelayBbrConfig {
+        target_follows_backoff: true,
+        encoder_gain: 1.0,
+        ..DelayBbrConfig::default()
+    };
+    let (mut cc, path) = in_probe_bw_with(i11, Bitrate::mbps(2), ms(20));
+    let btlbw = cc.bbr().btlbw();
+    assert_eq!(cc.target_bitrate(), btlbw);
+    cc.maybe_enter_or_exit_drain(path.t, false, true, None);
+    assert_eq!(cc.target_bitrate(), btlbw.mul_f64(0.75));
+    cc.backoff = None;
+    cc.bbr.leave_probe_rtt(path.t);
+    assert_eq!(cc.target_bitrate(), btlbw);
+}
+
+#[test]
+fn rate_only_by_default_window_on_request() {
+    let (cc, _) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    assert_eq!(cc.send_budget().cwnd, None);
+    let windowed = DelayBbrConfig {
+        window: true,
+        ..DelayBbrConfig::default()
+    };
+    let (cc, _) = in_probe_bw_with(windowed, Bitrate::mbps(2), ms(20));
+    assert_eq!(cc.send_budget().cwnd, Some(cc.bbr().cwnd()));
+}
+
+#[test]
+fn probe_bw_phases_advance_on_a_timer_without_acks() {
+    // UpdateGainCyclePhase is time-based: with no acknowledgement at all
+    // (feedback lost), the phase still changes after one min-RTT, so the
+    // 1.11 phase cannot last for ever.
+    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    let mut t = path.t;
+    let mut phases = Vec::new();
+    for _ in 0..20 {
+        let due = cc.poll_timeout().expect("ProbeBW has a phase timer");
+        assert!(due > t);
+        t = due;
+        cc.on_timeout(t);
+        phases.push(cc.bbr().pacing_gain());
+        assert_eq!(
+            cc.send_budget().pacing_rate,
+            cc.bbr().btlbw().mul_f64(cc.bbr().pacing_gain())
+        );
+    }
+    assert!(
+        phases.contains(&1.11) && phases.contains(&0.9),
+        "{phases:?}"
+    );
+    // BBR's rule, on request: no timer.
+    let bbr_rule = DelayBbrConfig {
+        cycle_by_time: false,
+        ..DelayBbrConfig::default()
+    };
+    let (cc, _) = in_probe_bw_with(bbr_rule, Bitrate::mbps(2), ms(20));
+    assert_eq!(cc.poll_timeout(), None);
 }
 
 #[test]
@@ -390,12 +561,34 @@ fn eq13_counts_lost_bytes_as_sent_not_acked() {
 }
 
 #[test]
-fn padding_is_requested_while_probing_only() {
-    let mut cc = fresh(true);
-    // Startup (gain 2/ln 2) probes: pad at the pacing rate.
+fn padding_is_requested_in_every_state_by_default() {
+    // The authors' ShouldSendProbePacket() is always true: whenever the
+    // sender has no media, it pads at the pacing rate, in every state.
+    let mut cc = fresh();
     let p = cc.poll_probe(at(0)).expect("Startup pads");
     assert_eq!(p.rate, cc.send_budget().pacing_rate);
     assert_eq!(p.padding_size, Bytes::new(MSS));
+    cc.bbr.enter_probe_bw(at(0));
+    for i in 0..16u64 {
+        let probe = cc.poll_probe(at(i)).expect("every ProbeBW phase pads");
+        assert_eq!(probe.rate, cc.send_budget().pacing_rate);
+        cc.bbr.advance_cycle_phase(at(i));
+    }
+    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    cc.maybe_enter_or_exit_drain(path.t, false, true, None);
+    assert_eq!(cc.state(), BbrState::ProbeRtt);
+    assert!(cc.poll_probe(path.t).is_some(), "the back-off pads too");
+}
+
+#[test]
+fn padding_is_requested_while_probing_only_on_request() {
+    let mut cc = with(DelayBbrConfig {
+        padding: DelayBbrPadding::Probing,
+        ..DelayBbrConfig::default()
+    });
+    // Startup (gain 2/ln 2) probes: pad at the pacing rate.
+    let p = cc.poll_probe(at(0)).expect("Startup pads");
+    assert_eq!(p.rate, cc.send_budget().pacing_rate);
     let first = p.cluster_id;
     // ProbeBW: only the 1.11 phase pads, and each such phase is a new cluster.
     cc.bbr.enter_probe_bw(at(0));
@@ -412,7 +605,10 @@ fn padding_is_requested_while_probing_only() {
     assert_eq!(clusters.len(), 2);
     assert!(clusters[0] != first && clusters[1] != clusters[0]);
     // Configured off: never.
-    let mut off = fresh(false);
+    let mut off = with(DelayBbrConfig {
+        padding: DelayBbrPadding::Off,
+        ..DelayBbrConfig::default()
+    });
     assert_eq!(off.poll_probe(at(0)), None);
 }
 
@@ -428,26 +624,33 @@ fn padding_does_not_mark_app_limited() {
     };
     let (a, b) = (media(0, at(0)), media(1, at(52)));
     let c = pkt(2, at(53), MSS, PacketKind::Padding);
-    for padding in [true, false] {
-        let mut cc = fresh(padding);
+    for padding in [DelayBbrPadding::Always, DelayBbrPadding::Off] {
+        let mut cc = with(DelayBbrConfig {
+            padding,
+            ..DelayBbrConfig::default()
+        });
         cc.on_frame(at(0), &frame); // opens a 1-byte bubble ...
         cc.on_packet_sent(at(0), &a);
         cc.on_feedback(at(50), &ack(at(50), &[a])); // ... delivered here
         assert!(!cc.bbr().delivery_rate().is_app_limited());
-        let _ = cc.poll_probe(at(51)); // the driver pads (Startup probes)
+        let _ = cc.poll_probe(at(51)); // the driver pads
         cc.on_packet_sent(at(52), &b); // the frame's last packet
         cc.on_packet_sent(at(53), &c);
-        // With padding the sender is never out of data while probing;
-        // without, the last media packet opens an application-limited bubble.
-        assert_eq!(cc.bbr().delivery_rate().is_app_limited(), !padding);
+        // With padding the sender is never out of data; without, the last
+        // media packet opens an application-limited bubble.
+        let padded = padding == DelayBbrPadding::Always;
+        assert_eq!(cc.bbr().delivery_rate().is_app_limited(), !padded);
     }
 }
 
 #[test]
 fn no_padding_request_with_the_window_closed() {
-    // A driver that wakes for padding it may not send would spin: the
-    // request is withdrawn while in-flight ≥ cwnd.
-    let mut cc = fresh(true);
+    // With the optional window: a driver that wakes for padding it may not
+    // send would spin, so the request is withdrawn while in-flight ≥ cwnd.
+    let mut cc = with(DelayBbrConfig {
+        window: true,
+        ..DelayBbrConfig::default()
+    });
     assert!(cc.poll_probe(at(0)).is_some());
     let mut seq = 0;
     while cc
@@ -460,4 +663,25 @@ fn no_padding_request_with_the_window_closed() {
     }
     assert!(cc.bbr().state() == BbrState::Startup);
     assert_eq!(cc.poll_probe(at(0)), None);
+}
+
+#[test]
+fn estimate_has_an_rtt_through_backoffs_and_the_reported_loss() {
+    let (mut cc, path) = in_probe_bw(Bitrate::mbps(2), ms(20));
+    cc.maybe_enter_or_exit_drain(path.t, false, true, None);
+    assert_eq!(cc.srtt(), None);
+    let e = cc.estimate();
+    assert!(e.rtt.is_some_and(|r| r >= ms(40)), "{:?}", e.rtt);
+    // A report with one of four packets lost: loss 0.25.
+    let t = path.t + ms(100);
+    let sent: Vec<SentPacket> = (0..4)
+        .map(|i| pkt(100_000 + i, path.t, MSS, PacketKind::Media))
+        .collect();
+    for p in &sent {
+        cc.on_packet_sent(path.t, p);
+    }
+    let mut report = ack(t, &sent);
+    report.packets[2].arrival = None;
+    cc.on_feedback(t, &report);
+    assert_eq!(cc.estimate().loss_rate, Some(0.25));
 }
