@@ -1019,7 +1019,7 @@ mod tests {
         let text = format!(
             "{BOUNDS_TOML}seed = 7\napp_limited_detection = false\nmin_rtt_expiry = \"5s\"\n\
              srtt_alpha = 0.5\nbeta = 1.5\nbackoff_gain = 0.8\nsimilar_min_rtt = 1.2\n\
-             padding = \"probing\"\nmin_rtt_update = \"falls-only\"\nwindow = true\n\
+             padding = \"probing\"\nmin_rtt_update = \"falls-only\"\nwindow = false\n\
              encoder_gain = 1.0\ntarget_follows_backoff = true\ncycle_by_time = false"
         );
         let mut want = DelayBbrConfig::default();
@@ -1037,7 +1037,7 @@ mod tests {
         want.similar_min_rtt = 1.2;
         want.padding = DelayBbrPadding::Probing;
         want.min_rtt_update = MinRttUpdate::FallsOnly;
-        want.window = true;
+        want.window = false;
         want.encoder_gain = 1.0;
         want.target_follows_backoff = true;
         want.cycle_by_time = false;

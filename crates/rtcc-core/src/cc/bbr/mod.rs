@@ -472,8 +472,10 @@ impl Bbr {
         if self.state != BbrState::ProbeBw {
             return None;
         }
-        // `is_next_cycle_phase` wants strictly more than one RTprop.
-        Some(self.cycle_stamp + self.rtprop? + Duration::from_nanos(1))
+        // `is_next_cycle_phase` wants strictly more than one RTprop; a
+        // phase lasts at least 1 ms, however small a (bogus) RTprop.
+        let phase = self.rtprop?.max(Duration::from_millis(1));
+        Some(self.cycle_stamp + phase + Duration::from_nanos(1))
     }
     /// A timer at [`cycle_deadline`](Self::cycle_deadline): advance the
     /// phase once it has lasted one RTprop and re-derive the pacing rate.

@@ -26,9 +26,10 @@
 //!    [`poll_probe`](CongestionController::poll_probe) whenever the sender
 //!    has no media, in every state (§4.1 last paragraph;
 //!    `ShouldSendProbePacket` is always true);
-//! 5. rate only: no congestion window (the authors' controller has a pacing
-//!    rate and a reference rate only); the encoder gets 0.8 × BtlBw
-//!    (`PathSenderV1::OnBandwidthUpdate`).
+//! 5. the encoder gets 0.8 × BtlBw (`PathSenderV1::OnBandwidthUpdate`).
+//!
+//! Unlike the authors' controller, which paces only, it keeps BBR's
+//! congestion window by default (`window`; I16 in the note).
 //!
 //! Everything else (Startup, Drain, BtlBw/RTprop filters, recovery,
 //! application-limited detection) is BBR's, run through the `bbr` module's
@@ -113,8 +114,11 @@ pub struct DelayBbrConfig {
     /// What an expired `min_rtt_` becomes. Default
     /// [`MinRttUpdate::Backoff`], as the authors' code.
     pub min_rtt_update: MinRttUpdate,
-    /// Keep BBR's congestion window (cwnd_gain · BDP). Default `false`: the
-    /// authors' controller paces only.
+    /// Keep BBR's congestion window (cwnd_gain · BDP). Default `true`, a
+    /// departure from the authors' controller, which paces only: without a
+    /// window, a late flow's Startup fills a deep buffer, every flow's
+    /// min-RTT expires into the standing queue and the link stays full
+    /// (docs/algorithms/delay-bbr.md, I16).
     pub window: bool,
     /// The encoder's target as a fraction of BtlBw (the authors'
     /// `PathSenderV1::OnBandwidthUpdate`: 0.8).
@@ -146,7 +150,7 @@ impl Default for DelayBbrConfig {
             similar_min_rtt: 1.125,
             padding: DelayBbrPadding::Always,
             min_rtt_update: MinRttUpdate::Backoff,
-            window: false,
+            window: true,
             encoder_gain: 0.8,
             target_follows_backoff: false,
             cycle_by_time: true,

@@ -250,7 +250,7 @@ fn backoff_paces_at_0_75_until_inflight_below_bdp() {
     assert_eq!(cc.backoff_bdp(), bdp);
     assert_eq!(cc.backoffs(), before + 1);
     assert_eq!(cc.expiry_backoffs(), 0);
-    // Paced at 0.75 · BtlBw with no window, until in-flight is down to the
+    // Paced at 0.75 · BtlBw, until in-flight is down to the
     // frozen BDP; then ProbeBW, at the first report that shows it.
     let mut in_backoff = 0;
     let mut left_with = None;
@@ -260,7 +260,8 @@ fn backoff_paces_at_0_75_until_inflight_below_bdp() {
             in_backoff += 1;
             assert!(c.bbr().bytes_in_flight() > c.backoff_bdp());
             assert_eq!(c.send_budget().pacing_rate, c.bbr().btlbw().mul_f64(0.75));
-            assert_eq!(c.send_budget().cwnd, None);
+            // The window is not cut to BBR's 4 packets (I8).
+            assert!(c.send_budget().cwnd > Some(Bytes::new(4 * MSS)));
         } else if prev == BbrState::ProbeRtt {
             left_with = Some(c.bbr().bytes_in_flight());
         }
@@ -459,15 +460,26 @@ fn encoder_gets_0_8_of_btlbw_and_optionally_follows_the_backoff() {
 }
 
 #[test]
-fn rate_only_by_default_window_on_request() {
+fn window_by_default_rate_only_on_request() {
     let (cc, _) = in_probe_bw(Bitrate::mbps(2), ms(20));
-    assert_eq!(cc.send_budget().cwnd, None);
-    let windowed = DelayBbrConfig {
-        window: true,
+    assert_eq!(cc.send_budget().cwnd, Some(cc.bbr().cwnd()));
+    let rate_only = DelayBbrConfig {
+        window: false,
         ..DelayBbrConfig::default()
     };
-    let (cc, _) = in_probe_bw_with(windowed, Bitrate::mbps(2), ms(20));
-    assert_eq!(cc.send_budget().cwnd, Some(cc.bbr().cwnd()));
+    let (mut cc, mut path) = in_probe_bw_with(rate_only, Bitrate::mbps(2), ms(20));
+    assert_eq!(cc.send_budget().cwnd, None);
+    // Rate only, a back-off paces at 0.75 · BtlBw with no window either.
+    cc.maybe_enter_or_exit_drain(path.t, false, true, None);
+    let mut seen = false;
+    path.run(&mut cc, path.t + ms(50), |c| {
+        if c.state() == BbrState::ProbeRtt {
+            seen = true;
+            assert_eq!(c.send_budget().cwnd, None);
+            assert_eq!(c.send_budget().pacing_rate, c.bbr().btlbw().mul_f64(0.75));
+        }
+    });
+    assert!(seen);
 }
 
 #[test]
