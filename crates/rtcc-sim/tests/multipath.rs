@@ -143,15 +143,62 @@ fn min_cost_prefers_the_faster_lower_delay_path() {
 }
 
 #[test]
-fn every_scheduler_runs() {
+fn every_scheduler_delivers_the_video() {
+    // 30 s over the two paths: every scheduler keeps both paths in use and
+    // delivers nearly every frame in time (none collapses).
     for name in rtcc_core::multipath::SchedulerConfig::NAMES {
-        let s = run_to(&scenario(&two_paths(name, "10s")), None, true);
+        let s = run_to(&scenario(&two_paths(name, "30s")), None, true);
         let mp = flow(&s, "mp");
         assert_eq!(mp["scheduler"], *name);
         for p in mp["paths"].as_array().unwrap() {
-            assert!(u(&p["media_packets_scheduled"]) > 100, "{name}: {p}");
+            assert!(u(&p["media_packets_scheduled"]) > 300, "{name}: {p}");
         }
-        assert!(u(&mp["frames_displayed"]) > 0, "{name}: {mp}");
+        // 750 frames in 30 s at 25 fps.
+        assert!(u(&mp["frames_displayed"]) >= 700, "{name}: {mp}");
+        assert!(f(&mp["stall_ratio"]) < 0.05, "{name}: {mp}");
+        assert!(
+            u(&mp["multipath"]["frames_dropped_at_sender"]) < 20,
+            "{name}: {mp}"
+        );
+    }
+}
+
+#[test]
+fn an_idle_path_keeps_probing_for_the_whole_run() {
+    // The encoder (at most 600 kbps) fits on the fast path alone, so
+    // min-cost sends it no media on the slow one; Delay-BBR's padding must
+    // still keep the slow path probed (padding whenever it has no media):
+    // its controller counts round trips all through every 10 s of the
+    // minute, not only in the first seconds.
+    let text = two_paths("min-cost", "60s")
+        .replace("max_bitrate = \"2Mbps\"", "max_bitrate = \"600kbps\"")
+        + "\n[output]\ncc_trace = true\nsample_interval = \"1s\"\n";
+    let dir = tmp("mp-idle-probe");
+    run_to(&scenario(&text), Some(&dir), true);
+    let trace = std::fs::read_to_string(dir.join("cc_trace.csv")).expect("cc_trace.csv");
+    for path in ["mp/fast", "mp/slow"] {
+        let rounds: Vec<(f64, f64)> = trace
+            .lines()
+            .filter_map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                (c.len() == 4 && c[1] == path && c[2] == "round_count")
+                    .then(|| (c[0].parse().unwrap(), c[3].parse().unwrap()))
+            })
+            .collect();
+        assert!(rounds.len() >= 55, "{path}: {} samples", rounds.len());
+        for w in 0..6 {
+            let (lo, hi) = (10.0 * f64::from(w), 10.0 * f64::from(w + 1));
+            let inside: Vec<f64> = rounds
+                .iter()
+                .filter(|(t, _)| *t > lo && *t <= hi)
+                .map(|(_, r)| *r)
+                .collect();
+            let grew = inside.last().unwrap_or(&0.0) - inside.first().unwrap_or(&0.0);
+            // The slow path's RTT is about 130 ms: padded in every state it
+            // counts about 60 rounds per 10 s; padded only in the 1.11
+            // phases (our earlier reading) about 9.
+            assert!(grew >= 20.0, "{path}: {grew} round trips in {lo}-{hi} s");
+        }
     }
 }
 

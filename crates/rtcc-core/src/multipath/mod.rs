@@ -27,7 +27,7 @@ use crate::units::{Bitrate, Bytes, Probability};
 
 pub use edcld::{Edcld, EdcldConfig};
 pub use min_cost::{MinCost, MinCostConfig};
-pub use water_filling::{WaterFilling, WaterFillingConfig};
+pub use water_filling::{SflFloor, WaterFilling, WaterFillingConfig};
 pub use wrr::{Wrr, WrrConfig};
 
 /// What a scheduler knows about one path when it places a packet.
@@ -41,6 +41,11 @@ pub struct PathState {
     /// Minimum round-trip time seen on the path (propagation estimate);
     /// `None` before the first sample.
     pub min_rtt: Option<Duration>,
+    /// Smoothed time from a media segment's entry into the path's queue to
+    /// the report of its arrival (the authors' `get_aggregate_delay` history
+    /// term: sender queue plus a round trip); `None` before the first
+    /// report. SFL's bucket floor.
+    pub aggregate_delay: Option<Duration>,
     /// Rate at which the path's pacer drains its queue, set by the path's
     /// congestion controller: the paper's `c_p(t)` (eq. 14), `ABW_i` (eq. 16,
     /// Algorithm 7) and `μ_p` (eq. 17).
@@ -65,6 +70,7 @@ impl PathState {
         PathState {
             srtt,
             min_rtt: srtt,
+            aggregate_delay: None,
             pacing_rate,
             queued,
             loss: Probability::ZERO,

@@ -61,6 +61,7 @@ fn arb_path() -> impl Strategy<Value = PathState> {
         .prop_map(|(rate, srtt, min_rtt, queued, loss, can_send)| PathState {
             srtt,
             min_rtt,
+            aggregate_delay: srtt,
             pacing_rate: Bitrate::bps(rate),
             queued: Bytes::new(queued),
             loss: Probability::saturating(loss),

@@ -16,12 +16,30 @@
 //!
 //! A round is the set of packets handed in at one `now` (a frame is
 //! packetized at one instant); the depths restart at zero when `now` moves.
-//! Unlike [`MinCost`](super::MinCost), the sender's queue `Q_p` is not part of
-//! the level: SFL looks at bandwidth and delay only.
+//!
+//! The floor `d_i` (the paper: "the one way delay of path i") is, by default,
+//! what the authors' simulator uses (`sfl_v1.cc` `SFLScheduleV1`,
+//! `PathSenderV1::get_aggregate_delay`): the path's aggregate delay (the
+//! smoothed time from a segment's entry into the path's queue to the report
+//! of its arrival; `srtt/2` before the first report) plus the time the path
+//! needs to drain what is queued at the start of the round. With
+//! [`SflFloor::HalfRtt`] it is `srtt/2` alone, our first reading, which left
+//! the sender queue out: the low-delay path then took every delta frame
+//! whatever its backlog (docs/algorithms/multipath.md).
 
 use super::{candidate_filter, PathScheduler, PathState};
 use crate::time::{Duration, Instant};
 use crate::units::Bytes;
+
+/// A bucket's floor (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SflFloor {
+    /// The authors': aggregate delay plus the queue's drain time, taken at
+    /// the start of each round.
+    Aggregate,
+    /// `srtt/2` alone.
+    HalfRtt,
+}
 
 /// Configuration of [`WaterFilling`].
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +48,8 @@ pub struct WaterFillingConfig {
     /// Same choice as [`MinCostConfig::unknown_rtt`](super::MinCostConfig):
     /// 333 ms, RFC 9002 §6.2.2 kInitialRtt; the paper gives none.
     pub unknown_rtt: Duration,
+    /// The floor. Default [`SflFloor::Aggregate`].
+    pub floor: SflFloor,
 }
 
 impl Default for WaterFillingConfig {
@@ -37,6 +57,7 @@ impl Default for WaterFillingConfig {
         WaterFillingConfig {
             // RFC 9002 §6.2.2: kInitialRtt = 333 ms.
             unknown_rtt: Duration::from_millis(333),
+            floor: SflFloor::Aggregate,
         }
     }
 }
@@ -47,6 +68,8 @@ pub struct WaterFilling {
     config: WaterFillingConfig,
     /// Water depth `D_i` poured into each path this round.
     depth: Vec<Duration>,
+    /// Floor `d_i` of each path, taken at the round's first packet.
+    floor: Vec<Duration>,
     /// `now` of the current round.
     round: Option<Instant>,
 }
@@ -57,6 +80,7 @@ impl WaterFilling {
         WaterFilling {
             config,
             depth: Vec::new(),
+            floor: Vec::new(),
             round: None,
         }
     }
@@ -66,13 +90,34 @@ impl WaterFilling {
         &self.depth
     }
 
+    /// The floors `d_i` of the current round.
+    pub fn floors(&self) -> &[Duration] {
+        &self.floor
+    }
+
+    /// Floor `d_i` of a path at the start of a round (module doc).
+    fn floor_of(&self, p: &PathState) -> Duration {
+        let half_rtt = p.one_way_delay(self.config.unknown_rtt);
+        match self.config.floor {
+            SflFloor::HalfRtt => half_rtt,
+            SflFloor::Aggregate => {
+                let drain = if p.pacing_rate.is_zero() {
+                    Duration::ZERO
+                } else {
+                    p.queued / p.pacing_rate
+                };
+                p.aggregate_delay.unwrap_or(half_rtt) + drain
+            }
+        }
+    }
+
     /// Surface `d_i + D_i` of path `i`. A path with `ABW_i = 0` holds no
     /// water: its surface is `Duration::MAX`.
     fn surface(&self, i: usize, p: &PathState) -> Duration {
         if p.pacing_rate.is_zero() {
             return Duration::MAX;
         }
-        p.one_way_delay(self.config.unknown_rtt) + self.depth[i]
+        self.floor[i] + self.depth[i]
     }
 }
 
@@ -88,6 +133,11 @@ impl PathScheduler for WaterFilling {
         if self.depth.len() != paths.len() || self.round != Some(now) {
             self.depth.clear();
             self.depth.resize(paths.len(), Duration::ZERO);
+            self.floor.clear();
+            for p in paths {
+                let f = self.floor_of(p);
+                self.floor.push(f);
+            }
             self.round = Some(now);
         }
         let candidate = candidate_filter(paths);
@@ -166,7 +216,7 @@ mod tests {
     }
 
     #[test]
-    fn new_round_resets_depth_and_ignores_sender_queue() {
+    fn new_round_resets_depth_and_takes_the_queue_into_the_floor() {
         let mut s = WaterFilling::new(WaterFillingConfig::default());
         let mut paths = [
             PathState::new(Bitrate::mbps(1), Some(ms(20)), Bytes::ZERO),
@@ -176,14 +226,31 @@ mod tests {
             s.choose_path(Instant::ZERO, &paths, Bytes::new(1250)); // 10 ms steps
         }
         assert_eq!(s.depths(), &[ms(40), ms(20)]);
-        // Next frame: the fast path still has a long sender queue, but SFL
-        // looks at delay and bandwidth only, and the round restarts.
+        // Next frame: the fast path now holds 100 kB (800 ms at 1 Mbps) in
+        // its sender queue and its aggregate delay is 25 ms; the round
+        // restarts with floors 825 ms and 30 ms, so the slow path gets it.
         paths[0].queued = Bytes::new(100_000);
+        paths[0].aggregate_delay = Some(ms(25));
         assert_eq!(
             s.choose_path(Instant::from_millis(33), &paths, Bytes::new(1250)),
+            Some(1)
+        );
+        assert_eq!(s.floors(), &[ms(825), ms(30)]);
+        assert_eq!(s.depths(), &[ms(0), ms(10)]);
+        // The floor is taken once per round: what this round pours does not
+        // count twice through `queued`.
+        paths[1].queued = Bytes::new(1250);
+        s.choose_path(Instant::from_millis(33), &paths, Bytes::new(1250));
+        assert_eq!(s.floors(), &[ms(825), ms(30)]);
+        // Our first reading, on request: srtt/2 only, the queue ignored.
+        let mut half = WaterFilling::new(WaterFillingConfig {
+            floor: SflFloor::HalfRtt,
+            ..WaterFillingConfig::default()
+        });
+        assert_eq!(
+            half.choose_path(Instant::from_millis(33), &paths, Bytes::new(1250)),
             Some(0)
         );
-        assert_eq!(s.depths(), &[ms(10), ms(0)]);
     }
 
     #[test]

@@ -81,9 +81,16 @@ const INITIAL_RTO: Duration = Duration::from_secs(1);
 /// the single-path session: 10 s).
 const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 
-/// Key-frame requests closer together than this are served by one key frame
-/// (as the single-path session; every path's reports carry the request).
-const KEY_FRAME_REQUEST_INTERVAL: Duration = Duration::from_millis(300);
+/// The least time between two key frames produced for requests (ours): at
+/// 300 ms, as the single-path session, a 10 × key frame on paths that need
+/// longer than that to carry it broke the chain again before it arrived,
+/// and the sender produced a key frame for every third request for the
+/// rest of the run (about 960 in 300 s, `docs/algorithms/multipath.md`).
+const MIN_KEY_FRAME_WAIT: Duration = Duration::from_secs(1);
+
+/// Weight of a new sample in a path's aggregate delay (the authors'
+/// `smooth_delay_num / smooth_delay_den` = 85/100 in `path_sender_v1.cc`).
+const AGGREGATE_DELAY_GAIN: f64 = 0.85;
 
 /// Weight of a report's loss fraction in a path's smoothed loss rate
 /// (`PathState::loss`; our choice, the RFC 6298 gain 1/8).
@@ -224,6 +231,8 @@ struct PathEntry {
     media_id: Option<u64>,
     /// Taken as lost by the report timeout or a report gap (retransmitted then).
     presumed_lost: bool,
+    /// When the segment entered this path's queue (media only).
+    enqueued: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -261,6 +270,9 @@ struct SenderPath {
     /// First sequence number that may still need the report timeout.
     timeout_scan: SeqNo,
     srtt: Option<Duration>,
+    /// Smoothed time from a media segment's enqueueing on this path to the
+    /// report of its arrival (`PathState::aggregate_delay`).
+    aggregate_delay: Option<Duration>,
     min_rtt: Option<Duration>,
     loss: f64,
     /// Frame of the last media packet sent here (`first_in_frame` per path).
@@ -284,6 +296,7 @@ impl SenderPath {
             history: SendHistory::with_capacity(1024),
             timeout_scan: 0,
             srtt: None,
+            aggregate_delay: None,
             min_rtt: None,
             loss: 0.0,
             last_frame_sent: None,
@@ -315,6 +328,7 @@ impl SenderPath {
         PathState {
             srtt: self.srtt,
             min_rtt: self.min_rtt,
+            aggregate_delay: self.aggregate_delay,
             pacing_rate: rate,
             queued: self.queued_bytes,
             loss: Probability::saturating(self.loss),
@@ -374,12 +388,19 @@ impl SenderPath {
         Some(self.report_deadline(e.sent.send_time, slack))
     }
 
-    fn record_sent(&mut self, now: Instant, sent: SentPacket, media_id: Option<u64>) {
+    fn record_sent(
+        &mut self,
+        now: Instant,
+        sent: SentPacket,
+        media_id: Option<u64>,
+        enqueued: Option<Instant>,
+    ) {
         self.history.push(
             sent,
             PathEntry {
                 media_id,
                 presumed_lost: false,
+                enqueued,
             },
         );
         self.pacer.on_sent(now, sent.size);
@@ -421,6 +442,12 @@ pub struct MultipathSender<E> {
     next_path: usize,
     probe_padding: bool,
     last_key_frame_request: Option<Instant>,
+    /// How long the key frame last requested needs to reach the receiver
+    /// (`key_frame_transit` when it was requested, at least
+    /// `MIN_KEY_FRAME_WAIT`): requests before then are served by it.
+    key_frame_wait: Duration,
+    /// Size of the last key frame placed (for `key_frame_transit`).
+    last_key_frame_size: Bytes,
     last_now: Instant,
     stats: MultipathSenderStats,
 }
@@ -456,6 +483,8 @@ impl<E: EncoderModel> MultipathSender<E> {
             next_path: 0,
             probe_padding: false,
             last_key_frame_request: None,
+            key_frame_wait: Duration::ZERO,
+            last_key_frame_size: Bytes::ZERO,
             last_now: now,
             stats: MultipathSenderStats::default(),
         };
@@ -573,6 +602,9 @@ impl<E: EncoderModel> MultipathSender<E> {
                 continue;
             }
             self.stats.frames_encoded += 1;
+            if frame.frame_type == crate::media::frame::FrameType::Key {
+                self.last_key_frame_size = frame.size;
+            }
             let encoder_id = frame.frame_id;
             frame.frame_id -= self.frame_id_offset;
             self.place_frame(now, &frame, encoder_id);
@@ -830,7 +862,7 @@ impl<E: EncoderModel> MultipathSender<E> {
             last_in_frame,
             bytes_in_flight: p.history.in_flight(),
         };
-        p.record_sent(now, sent, Some(q.media_id));
+        p.record_sent(now, sent, Some(q.media_id), Some(q.enqueued));
         if media {
             p.stats.media_packets_sent += 1;
             p.stats.payload_sent += q.packet.payload.get();
@@ -878,7 +910,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         let seq = p.next_seq;
         p.next_seq += 1;
         let sent = p.history.padding_leaves(now, seq, size);
-        p.record_sent(now, sent, None);
+        p.record_sent(now, sent, None, None);
         p.stats.padding_packets_sent += 1;
         p.stats.padding_bytes_sent += size.get();
         self.stats.packets_sent += 1;
@@ -902,6 +934,30 @@ impl<E: EncoderModel> MultipathSender<E> {
         })
     }
 
+    /// The time a key frame produced now needs to reach the receiver and be
+    /// reported: the paths' backlog plus a key frame (the last one's size)
+    /// drained at their summed rate, then the longest srtt; at least
+    /// `MIN_KEY_FRAME_WAIT`. Until then, requests (which every report of a
+    /// broken chain repeats) are served by the key frame already on its way
+    /// instead of adding another, several times a delta frame, to the
+    /// backlog that broke the chain.
+    fn key_frame_transit(&self) -> Duration {
+        let mut queued = self.last_key_frame_size;
+        let mut rate = Bitrate::ZERO;
+        let mut srtt = Duration::ZERO;
+        for p in &self.paths {
+            queued += p.queued_bytes;
+            rate = rate + p.state().pacing_rate;
+            srtt = srtt.max(p.srtt.unwrap_or(Duration::ZERO));
+        }
+        let drain = if rate.is_zero() {
+            Duration::ZERO
+        } else {
+            queued / rate
+        };
+        (drain + srtt).max(MIN_KEY_FRAME_WAIT)
+    }
+
     /// Feedback of path `path` arrived (it covers that path's sequence
     /// numbers only). Losses it reports are retransmitted (module doc).
     /// Panics if `path >= path_count()`.
@@ -910,9 +966,10 @@ impl<E: EncoderModel> MultipathSender<E> {
         if fb.key_frame_request
             && self
                 .last_key_frame_request
-                .is_none_or(|t| now - t >= KEY_FRAME_REQUEST_INTERVAL)
+                .is_none_or(|t| now >= t + self.key_frame_wait)
         {
             self.last_key_frame_request = Some(now);
+            self.key_frame_wait = self.key_frame_transit();
             self.encoder.request_key_frame();
             self.stats.key_frames_requested += 1;
         }
@@ -930,6 +987,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         // decides (§4.2), and a spurious copy costs a duplicate the receiver
         // ignores.
         let stats = &mut p.stats;
+        let aggregate_delay = &mut p.aggregate_delay;
         stats.unknown_feedback_entries += p.history.join(fb, &mut p.report, |e, fate| {
             match fate {
                 Fate::Skipped => {
@@ -952,6 +1010,15 @@ impl<E: EncoderModel> MultipathSender<E> {
                     }
                     if let Some(m) = e.extra.media_id {
                         acked.push(m);
+                    }
+                    // The authors' aggregate delay (`PathSenderV1::UpdateRtt`,
+                    // `UpdateAggregeteDelay`): enqueue at the path to the
+                    // report, smoothed with 0.85 on the new sample.
+                    if let Some(q) = e.extra.enqueued {
+                        let d = now.saturating_duration_since(q);
+                        *aggregate_delay = Some(aggregate_delay.map_or(d, |a| {
+                            a.mul_f64(1.0 - AGGREGATE_DELAY_GAIN) + d.mul_f64(AGGREGATE_DELAY_GAIN)
+                        }));
                     }
                 }
             }

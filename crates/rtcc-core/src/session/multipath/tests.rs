@@ -444,9 +444,40 @@ fn a_key_frame_request_on_any_path_reaches_the_encoder_once() {
     s.handle_feedback(ms(10), 0, &fb);
     s.handle_feedback(ms(11), 1, &fb);
     assert_eq!(s.encoder().key_requests, 1);
+    // Served by the key frame on its way for at least 1 s.
     s.handle_feedback(ms(400), 1, &fb);
+    assert_eq!(s.encoder().key_requests, 1);
+    s.handle_feedback(ms(1010), 1, &fb);
     assert_eq!(s.encoder().key_requests, 2);
     assert_eq!(s.stats().key_frames_requested, 2);
+}
+
+#[test]
+fn key_frame_requests_wait_for_the_backlog_and_the_last_key_frame() {
+    // Two 100 kbps paths and a 100 kB backlog: the key frame asked for
+    // now needs about 8 s to drain behind it (200 kB at 200 kbps, the last
+    // key frame's size counted), so the chain-broken reports of those
+    // seconds ask for nothing more.
+    let mut s = sender(
+        vec![
+            fixed(Bitrate::kbps(100), 1.0),
+            fixed(Bitrate::kbps(100), 1.0),
+        ],
+        "min-cost",
+        &[(0, 100_000, FrameType::Key)],
+    );
+    let mut out = Vec::new();
+    drive(&mut s, 0, 10, &mut out);
+    let mut fb = feedback(10, &[]);
+    fb.key_frame_request = true;
+    s.handle_feedback(ms(10), 0, &fb);
+    assert_eq!(s.encoder().key_requests, 1);
+    for t in [1100, 4000, 7500] {
+        s.handle_feedback(ms(t), 1, &fb);
+        assert_eq!(s.encoder().key_requests, 1, "at {t} ms");
+    }
+    s.handle_feedback(ms(8600), 0, &fb);
+    assert_eq!(s.encoder().key_requests, 2);
 }
 
 // ---------------------------------------------------------------- receiver
