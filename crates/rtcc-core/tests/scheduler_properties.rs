@@ -174,7 +174,7 @@ proptest! {
             // The floor, independently: aggregate delay (else srtt/2, else
             // 333/2 ms) plus the queue's drain time.
             let floor = |p: &PathState| -> Option<u128> {
-                if p.pacing_rate.is_zero() || !(p.can_send || !any_usable) {
+                if p.pacing_rate.is_zero() || (!p.can_send && any_usable) {
                     return None;
                 }
                 let half = p.srtt.unwrap_or(Duration::from_millis(333)).as_nanos() / 2;
