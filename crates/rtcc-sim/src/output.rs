@@ -229,6 +229,7 @@ fn multipath_json(m: &mut Map<String, Value>, world: &World, mp: &MpFlow) {
                 );
                 e.insert("retransmissions".into(), json!(o.retransmissions_sent));
                 e.insert("padding_packets".into(), json!(o.padding_packets_sent));
+                e.insert("keepalives".into(), json!(o.keepalives_sent));
                 e.insert("packets_received".into(), json!(o.packets_received));
                 e.insert("segments_new".into(), json!(o.segments_new));
                 e.insert("packets_lost".into(), json!(p.dropped));

@@ -88,6 +88,8 @@ const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 /// rest of the run (about 960 in 300 s, `docs/algorithms/multipath.md`).
 const MIN_KEY_FRAME_WAIT: Duration = Duration::from_secs(1);
 
+use crate::session::sender::CONGESTED_PACKET_INTERVAL;
+
 /// Weight of a new sample in a path's aggregate delay (the authors'
 /// `smooth_delay_num / smooth_delay_den` = 85/100 in `path_sender_v1.cc`).
 const AGGREGATE_DELAY_GAIN: f64 = 0.85;
@@ -183,6 +185,9 @@ pub struct SenderPathStats {
     pub padding_packets_sent: u64,
     /// Padding bytes sent (in `bytes_sent`).
     pub padding_bytes_sent: u64,
+    /// Keep-alive padding packets sent into the path's full window
+    /// (`CONGESTED_PACKET_INTERVAL`; in `padding_packets_sent`).
+    pub keepalives_sent: u64,
     /// Packets the path's feedback reported lost (first report of each).
     pub packets_reported_lost: u64,
     /// Packets the path's feedback reported received.
@@ -277,6 +282,8 @@ struct SenderPath {
     loss: f64,
     /// Frame of the last media packet sent here (`first_in_frame` per path).
     last_frame_sent: Option<u64>,
+    /// When the path last sent anything (for the keep-alive).
+    last_sent: Option<Instant>,
     report: FeedbackReport,
     stats: SenderPathStats,
 }
@@ -300,6 +307,7 @@ impl SenderPath {
             min_rtt: None,
             loss: 0.0,
             last_frame_sent: None,
+            last_sent: None,
             report: FeedbackReport::default(),
             stats: SenderPathStats::default(),
         }
@@ -408,6 +416,13 @@ impl SenderPath {
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += sent.size.get();
+        self.last_sent = Some(now);
+    }
+
+    /// When a keep-alive into this path's full window is due (module doc of
+    /// the single-path sender, `CONGESTED_PACKET_INTERVAL`).
+    fn keepalive_due(&self) -> Option<Instant> {
+        self.last_sent.map(|t| t + CONGESTED_PACKET_INTERVAL)
     }
 }
 
@@ -833,7 +848,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         }
         if !p.window_open() {
             p.pacer.cancel_due();
-            return None;
+            return self.poll_keepalive(now, pi);
         }
         p.report_queue(now);
         if !p.pacer.can_send(now) {
@@ -897,16 +912,42 @@ impl<E: EncoderModel> MultipathSender<E> {
         let full = self.packetizer.mtu + self.packetizer.header_overhead;
         let min = self.packetizer.header_overhead + Bytes::new(1);
         let p = &mut self.paths[pi];
-        let probe = p.cc.poll_probe(now)?;
-        p.pacer.set_budget(now, p.cc.send_budget());
         if !p.window_open() {
             p.pacer.cancel_due();
-            return None;
+            return self.poll_keepalive(now, pi);
         }
+        let probe = p.cc.poll_probe(now)?;
+        p.pacer.set_budget(now, p.cc.send_budget());
         if !p.pacer.can_send(now) {
             return None;
         }
         let size = probe.padding_size.max(min).min(full);
+        Some(self.send_padding(now, pi, size))
+    }
+
+    /// A keep-alive into path `pi`'s full window, if padding is on and one
+    /// is due: one padding packet of one payload byte every
+    /// `CONGESTED_PACKET_INTERVAL` (libwebrtc's `kCongestedPacketInterval`),
+    /// as the single-path sender. When every packet of a window is lost,
+    /// nothing later reaches the receiver and no report names the losses, so
+    /// in-flight would never fall and the path would stay shut; the report
+    /// of the keep-alive reveals them.
+    fn poll_keepalive(&mut self, now: Instant, pi: usize) -> Option<MpTransmit> {
+        if !self.probe_padding {
+            return None;
+        }
+        let p = &mut self.paths[pi];
+        if p.keepalive_due().is_none_or(|t| now < t) {
+            return None;
+        }
+        p.stats.keepalives_sent += 1;
+        let size = self.packetizer.header_overhead + Bytes::new(1);
+        Some(self.send_padding(now, pi, size))
+    }
+
+    /// Send a padding packet of `size` wire bytes on path `pi`.
+    fn send_padding(&mut self, now: Instant, pi: usize, size: Bytes) -> MpTransmit {
+        let p = &mut self.paths[pi];
         let seq = p.next_seq;
         p.next_seq += 1;
         let sent = p.history.padding_leaves(now, seq, size);
@@ -915,7 +956,7 @@ impl<E: EncoderModel> MultipathSender<E> {
         p.stats.padding_bytes_sent += size.get();
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += size.get();
-        Some(MpTransmit {
+        MpTransmit {
             path: pi,
             seq,
             media_seq: self.next_media_id,
@@ -931,7 +972,7 @@ impl<E: EncoderModel> MultipathSender<E> {
                 wire_size: size,
             },
             send_time: now,
-        })
+        }
     }
 
     /// The time a key frame produced now needs to reach the receiver and be
@@ -1062,6 +1103,9 @@ impl<E: EncoderModel> MultipathSender<E> {
             consider(p.next_report_deadline(slack));
             let open = p.window_open();
             if !open {
+                if self.probe_padding {
+                    consider(p.keepalive_due());
+                }
                 continue;
             }
             if !p.queue.is_empty() {

@@ -960,3 +960,40 @@ fn delay_bbr_on_two_bottlenecked_paths() {
     );
     assert!(s.target_bitrate() <= DEFAULT_MAX_TOTAL_BITRATE);
 }
+
+/// A path whose whole window is lost (every packet from its 300th to its
+/// 360th) must not stay shut: nothing later reaches the receiver, so no
+/// report names the losses and in-flight never falls, unless the sender
+/// sends a keep-alive into the full window (as the single-path sender,
+/// `CONGESTED_PACKET_INTERVAL`). Delay-BBR keeps BBR's window by default.
+#[test]
+fn a_path_whose_window_was_lost_resumes() {
+    use crate::media::encoder::{EtrModel, ParametricEncoder, ParametricEncoderConfig};
+    let enc = ParametricEncoder::new(
+        Instant::ZERO,
+        ParametricEncoderConfig {
+            etr: EtrModel::Constant(1.0),
+            max_bitrate: Bitrate::mbps(2),
+            ..Default::default()
+        },
+        crate::rng::stream(1, 1),
+    )
+    .unwrap();
+    let cc = CcConfig::default_for("delay-bbr").unwrap();
+    let cfg = MultipathSenderConfig::new(
+        vec![cc.clone(), cc],
+        SchedulerConfig::default_for("min-cost").unwrap(),
+    );
+    let mut sender = MultipathSender::new(Instant::ZERO, cfg, enc);
+    sender.enable_probe_padding();
+    let drop: Vec<(usize, u64)> = (300..360).map(|s| (1, s)).collect();
+    let r = run_net(
+        sender,
+        [20, 60],
+        [Some(Bitrate::mbps(1)), Some(Bitrate::mbps(2))],
+        &drop,
+        20,
+    );
+    let sent = r.sender.path_stats(1).packets_sent;
+    assert!(sent > 2000, "path 1 stopped after {sent} packets");
+}
