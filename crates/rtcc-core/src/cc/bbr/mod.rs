@@ -732,9 +732,11 @@ impl Bbr {
 }
 
 /// The trace names of [`Bbr::trace_state_machine`], which the whole BBR
-/// family reports, followed by a variant's own (`$extra`).
+/// family reports, followed by a variant's own (`$extra`). With
+/// `rate_only;` first, without `cwnd_bytes` (a variant that enforces no
+/// window reports none).
 macro_rules! bbr_trace_variables {
-    ($($extra:literal),* $(,)?) => {
+    (@list [$($window:literal)?] $($extra:literal),*) => {
         &[
             "mode",
             "btl_bw_kbps",
@@ -742,13 +744,19 @@ macro_rules! bbr_trace_variables {
             "pacing_gain",
             "cwnd_gain",
             "pacing_rate_kbps",
-            "cwnd_bytes",
+            $($window,)?
             "inflight_bytes",
             "round_count",
             "filled_pipe",
             "in_recovery",
             $($extra),*
         ]
+    };
+    (rate_only; $($extra:literal),* $(,)?) => {
+        $crate::cc::bbr::bbr_trace_variables!(@list [] $($extra),*)
+    };
+    ($($extra:literal),* $(,)?) => {
+        $crate::cc::bbr::bbr_trace_variables!(@list ["cwnd_bytes"] $($extra),*)
     };
 }
 pub(crate) use bbr_trace_variables;

@@ -377,35 +377,24 @@ impl CongestionController for DelayBbr {
     }
 
     fn trace_variables(&self) -> &'static [&'static str] {
+        macro_rules! with_own {
+            ($($head:tt)*) => {
+                crate::cc::bbr::bbr_trace_variables!(
+                    $($head)*
+                    "srtt_ms",
+                    "baseline_rtt_ms",
+                    "congested",
+                    "backoff_bdp_bytes",
+                    "backoffs",
+                    "expiry_backoffs"
+                )
+            };
+        }
         if self.config.window {
-            crate::cc::bbr::bbr_trace_variables!(
-                "srtt_ms",
-                "baseline_rtt_ms",
-                "congested",
-                "backoff_bdp_bytes",
-                "backoffs",
-                "expiry_backoffs"
-            )
+            with_own!()
         } else {
             // Rate only: there is no window to report (`cwnd_bytes`).
-            &[
-                "mode",
-                "btl_bw_kbps",
-                "rt_prop_ms",
-                "pacing_gain",
-                "cwnd_gain",
-                "pacing_rate_kbps",
-                "inflight_bytes",
-                "round_count",
-                "filled_pipe",
-                "in_recovery",
-                "srtt_ms",
-                "baseline_rtt_ms",
-                "congested",
-                "backoff_bdp_bytes",
-                "backoffs",
-                "expiry_backoffs",
-            ]
+            with_own!(rate_only;)
         }
     }
 

@@ -469,6 +469,12 @@ fn window_by_default_rate_only_on_request() {
     };
     let (mut cc, mut path) = in_probe_bw_with(rate_only, Bitrate::mbps(2), ms(20));
     assert_eq!(cc.send_budget().cwnd, None);
+    // Its trace declares no window and everything else.
+    let windowed = fresh();
+    let (with, without) = (windowed.trace_variables(), cc.trace_variables());
+    assert!(with.contains(&"cwnd_bytes") && !without.contains(&"cwnd_bytes"));
+    assert_eq!(without.len() + 1, with.len());
+    assert!(without.contains(&"expiry_backoffs") && without.contains(&"inflight_bytes"));
     // Rate only, a back-off paces at 0.75 · BtlBw with no window either.
     cc.maybe_enter_or_exit_drain(path.t, false, true, None);
     let mut seen = false;

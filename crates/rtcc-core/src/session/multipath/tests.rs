@@ -895,6 +895,26 @@ fn without_the_sender_buffer_a_dropped_delta_segment_loses_its_frame() {
     assert!(r.receiver.needs_key_frame());
 }
 
+/// 20 s of a padded Delay-BBR min-cost sender with encoder `enc` over
+/// bottlenecks of 1 and 2 Mbps with 20 and 60 ms one-way delay, `drop`
+/// lost.
+fn delay_bbr_on_1_and_2_mbps<E: EncoderModel>(enc: E, drop: &[(usize, u64)]) -> E2e<E> {
+    let cc = CcConfig::default_for("delay-bbr").unwrap();
+    let cfg = MultipathSenderConfig::new(
+        vec![cc.clone(), cc],
+        SchedulerConfig::default_for("min-cost").unwrap(),
+    );
+    let mut sender = MultipathSender::new(Instant::ZERO, cfg, enc);
+    sender.enable_probe_padding();
+    run_net(
+        sender,
+        [20, 60],
+        [Some(Bitrate::mbps(1)), Some(Bitrate::mbps(2))],
+        drop,
+        20,
+    )
+}
+
 /// Delay-BBR (the paper's controller) on both paths, a rate-following
 /// encoder, bottlenecks of 1 and 2 Mbps with 20 and 60 ms one-way delay:
 /// the controllers find their paths, the encoder gets their (capped) sum,
@@ -920,20 +940,7 @@ fn delay_bbr_on_two_bottlenecked_paths() {
         crate::rng::stream(1, 1),
     )
     .unwrap();
-    let cc = CcConfig::default_for("delay-bbr").unwrap();
-    let cfg = MultipathSenderConfig::new(
-        vec![cc.clone(), cc],
-        SchedulerConfig::default_for("min-cost").unwrap(),
-    );
-    let mut sender = MultipathSender::new(Instant::ZERO, cfg, enc);
-    sender.enable_probe_padding();
-    let r = run_net(
-        sender,
-        [20, 60],
-        [Some(Bitrate::mbps(1)), Some(Bitrate::mbps(2))],
-        &[],
-        20,
-    );
+    let r = delay_bbr_on_1_and_2_mbps(enc, &[]);
     let s = &r.sender;
     let ps = r.receiver.player_stats();
     // Start-up overshoots the 100 ms bottleneck buffers (BBR's startup);
@@ -979,21 +986,8 @@ fn a_path_whose_window_was_lost_resumes() {
         crate::rng::stream(1, 1),
     )
     .unwrap();
-    let cc = CcConfig::default_for("delay-bbr").unwrap();
-    let cfg = MultipathSenderConfig::new(
-        vec![cc.clone(), cc],
-        SchedulerConfig::default_for("min-cost").unwrap(),
-    );
-    let mut sender = MultipathSender::new(Instant::ZERO, cfg, enc);
-    sender.enable_probe_padding();
     let drop: Vec<(usize, u64)> = (300..360).map(|s| (1, s)).collect();
-    let r = run_net(
-        sender,
-        [20, 60],
-        [Some(Bitrate::mbps(1)), Some(Bitrate::mbps(2))],
-        &drop,
-        20,
-    );
+    let r = delay_bbr_on_1_and_2_mbps(enc, &drop);
     let sent = r.sender.path_stats(1).packets_sent;
     assert!(sent > 2000, "path 1 stopped after {sent} packets");
 }
