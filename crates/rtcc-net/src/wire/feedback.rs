@@ -123,6 +123,7 @@ impl FeedbackEncoder {
                     self.fb_count = self.fb_count.wrapping_add(1);
                     bytes.resize(p.marshal_size(), 0);
                     p.marshal_to(&mut bytes)?;
+                    zero_pad(&mut bytes);
                     i = end;
                 }
                 FeedbackFormat::Rfc8888 => {
@@ -182,6 +183,26 @@ impl FeedbackEncoder {
             }
         }
         Ok(())
+    }
+}
+
+/// Turns the RTCP padding the `rtcp` crate gives a TWCC packet whose
+/// feedback does not end on a 32-bit boundary (P bit set, the last octet a
+/// count of 1–3) into the zero padding the TWCC draft specifies
+/// (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1: "zero padding"
+/// after the last recv delta), with P clear. RFC 3550 §6.4.1 allows padding
+/// only on the last packet of a compound and counts it in multiples of
+/// four; a padded TWCC packet followed by a NACK or another TWCC packet made
+/// validators (GStreamer) drop the whole compound. Parsers read the recv
+/// deltas by the status count, so the zero octets are ignored.
+fn zero_pad(packet: &mut [u8]) {
+    if let Some(first) = packet.first_mut() {
+        if *first & 0x20 != 0 {
+            *first &= !0x20;
+            if let Some(last) = packet.last_mut() {
+                *last = 0;
+            }
+        }
     }
 }
 
@@ -468,6 +489,95 @@ mod tests {
         }
     }
 
+    /// RFC 3550 Appendix A.2 and §6.4.1 on one compound datagram: version 2
+    /// everywhere, the packets' lengths add up to the datagram, and padding
+    /// (P set) only on the last packet, counting a positive multiple of four
+    /// octets within it.
+    fn valid_compound(d: &[u8]) -> Result<(), String> {
+        let mut at = 0;
+        while at < d.len() {
+            let rest = &d[at..];
+            if rest.len() < 4 {
+                return Err(format!("{} trailing octets", rest.len()));
+            }
+            if rest[0] >> 6 != 2 {
+                return Err(format!("version {} at {at}", rest[0] >> 6));
+            }
+            let len = 4 * (usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 1);
+            if len > rest.len() {
+                return Err(format!("packet at {at} runs past the datagram"));
+            }
+            if rest[0] & 0x20 != 0 {
+                if at + len != d.len() {
+                    return Err(format!("padding on a packet at {at} that is not the last"));
+                }
+                let pad = usize::from(rest[len - 1]);
+                if pad == 0 || pad % 4 != 0 || pad > len - 4 {
+                    return Err(format!("padding count {pad} in a {len}-octet packet"));
+                }
+            }
+            at += len;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_feedback_compound_is_valid_rtcp() {
+        // Feedback of 1–60 packets with every pattern of losses and small
+        // and large deltas, with a PLI and NACKs appended: every compound
+        // rtcc emits passes the RFC 3550 validity checks, and decodes back.
+        let mut enc = FeedbackEncoder::new(cfg(FeedbackFormat::TransportCc)).unwrap();
+        let mut crate_padded = 0;
+        for n in 1u64..60 {
+            let packets: Vec<(u64, Option<Instant>)> = (0..n)
+                .map(|i| {
+                    let arrival = match (i * 7 + n) % 5 {
+                        0 => None,
+                        1 => at(i * 70 * MS),
+                        _ => at(i * 3 * MS + n * US),
+                    };
+                    (100 + i, arrival)
+                })
+                .collect();
+            if packets.iter().all(|p| p.1.is_none()) {
+                continue;
+            }
+            // What the rtcp crate alone would emit: padded whenever the
+            // recv deltas end off a 32-bit boundary.
+            let mut last = 0;
+            let (_, p) = twcc::build(&packets, 0, 1200, (1, 2), 0, &mut last);
+            let mut raw = vec![0; p.marshal_size()];
+            p.marshal_to(&mut raw).unwrap();
+            crate_padded += usize::from(raw[0] & 0x20 != 0);
+            let fb = WireFeedback {
+                report_time: Instant::from_millis(n * 100),
+                packets: packets.clone(),
+                key_frame_request: n % 3 == 0,
+            };
+            let mut d = enc.encode(&fb, 0).unwrap();
+            let nack = Nack {
+                report_time: fb.report_time,
+                seqs: vec![7, 9, 40],
+            };
+            enc.append_nack(&nack, &mut d).unwrap();
+            for dg in &d {
+                valid_compound(dg).unwrap_or_else(|e| panic!("n = {n}: {e}: {dg:02x?}"));
+            }
+            let back: Vec<(u16, Option<i64>)> = d
+                .iter()
+                .flat_map(|dg| decode_rtcp(dg).unwrap().twcc)
+                .flat_map(|t| t.packets)
+                .collect();
+            assert_eq!(back.len(), packets.len(), "n = {n}");
+            for ((seq, a), (bseq, b)) in packets.iter().zip(&back) {
+                assert_eq!(*seq as u16, *bseq);
+                assert_eq!(a.is_some(), b.is_some(), "n = {n}, seq {seq}");
+            }
+        }
+        // The case that used to break compounds happened.
+        assert!(crate_padded > 10, "{crate_padded}");
+    }
+
     #[test]
     fn nacks_join_the_feedback_in_one_compound_datagram() {
         let mut enc = FeedbackEncoder::new(cfg(FeedbackFormat::TransportCc)).unwrap();
@@ -700,7 +810,7 @@ mod tests {
         let d = enc.encode(&fb, 0).unwrap();
         #[rustfmt::skip]
         let expect: Vec<u8> = vec![
-            0xAF, 205, 0x00, 0x06,        // V=2 P=1 FMT=15, PT=205, 7 words
+            0x8F, 205, 0x00, 0x06,        // V=2 P=0 FMT=15, PT=205, 7 words
             0, 0, 0, 1,                   // SSRC of packet sender
             0, 0, 0, 2,                   // SSRC of media source
             0xFF, 0xFE, 0x00, 0x04,       // base seq 65534, status count 4
@@ -709,7 +819,7 @@ mod tests {
             0x08,                         // small delta 8 x 250 us
             0x01, 0x18,                   // large delta 280
             0xFF, 0xFF,                   // large delta -1
-            0x01,                         // RTCP padding, count 1
+            0x00,                         // zero padding to 32 bits (draft §3.1)
         ];
         assert_eq!(d, vec![expect.clone()]);
         // The crate's own parser agrees with what we wrote.
