@@ -18,10 +18,14 @@
 //! it like media; it never reaches the media path, the reception statistics of
 //! the media stream or the NACK requester.
 //!
-//! The receiver locks onto the first media stream (SSRC) it hears, and onto
-//! the first retransmission stream after it, and answers the address it last
-//! heard the media from; other streams, RTCP and anything that does not parse
-//! are dropped and counted, never a panic.
+//! The receiver locks onto the first media stream (SSRC) whose packet passes
+//! every check (payload type and the extensions the session needs), and
+//! onto the first retransmission stream after it, and answers the address
+//! that stream came from. Packets of the stream from another address are
+//! dropped until that address takes over (the sender silent for a second,
+//! then a run of valid in-order media from the new address: `takes_over`);
+//! other streams, RTCP and anything that does not parse are dropped and
+//! counted, never a panic.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -109,6 +113,13 @@ pub struct RecvStats {
     /// Generic NACKs sent (RFC 4585 §6.2.1; one per request of the session,
     /// in as many RTCP packets as its numbers need).
     pub nacks_sent: u64,
+    /// Packets of the followed streams from another address than the
+    /// sender's, while that address has not taken over (dropped; see
+    /// `PEER_SILENCE` and `TAKEOVER_RUN`).
+    pub unexpected_source: u64,
+    /// Sender changes: another address took over the stream after the
+    /// sender fell silent (RFC 3550 §8.2).
+    pub peer_changes: u64,
     /// Media without the transport-wide sequence number, frame-info or
     /// capture-time extension, and padding without the transport-wide
     /// sequence number (dropped: the session needs them).
@@ -170,7 +181,18 @@ struct Stream {
     rtx_first: Option<u64>,
     /// Padding packets heard on the RTX stream (they take RTX sequence numbers).
     rtx_padding: u64,
+    /// Another address sending valid media of this stream: the address, its
+    /// consecutive in-order packets and its last transport sequence number.
+    candidate: Option<(SocketAddr, u32, u16)>,
 }
+
+/// How long the sender must have been silent before another address may
+/// take its stream over.
+const PEER_SILENCE: Duration = Duration::from_secs(1);
+
+/// Valid media packets in transport-sequence order, with no other address
+/// in between, that another address must send before it takes over.
+const TAKEOVER_RUN: u32 = 20;
 
 /// Runs a receiver (see [`run_blocking`]).
 pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport, NetError> {
@@ -363,6 +385,21 @@ fn on_datagram(
         stats.foreign_ssrc += 1;
         return false;
     }
+    if stream.is_none() {
+        // Lock only onto a packet that passes every check media must pass
+        // (payload type, done by the parser; the transport-wide sequence
+        // number, frame-info and capture-time extensions): one stray or
+        // random datagram must not take the stream.
+        let mut probe = Unwrapper::new();
+        let valid = rtp.transport_seq.is_some()
+            && rtp
+                .packet_meta(&mut probe, |ntp| clock.instant_of_ntp(ntp))
+                .is_some();
+        if !valid {
+            stats.missing_extension += 1;
+            return false;
+        }
+    }
     let s = stream.get_or_insert_with(|| Stream {
         ssrc: rtp.ssrc,
         peer: from,
@@ -378,6 +415,7 @@ fn on_datagram(
         rtx_seqs: SeqUnwrapper::new(),
         rtx_first: None,
         rtx_padding: 0,
+        candidate: None,
     });
     // The RTX stream is locked onto by its first packet that passes every
     // check below (in WebRTC the SDP's ssrc-group:FID names it).
@@ -394,6 +432,10 @@ fn on_datagram(
         stats.missing_extension += 1;
         return false;
     };
+    if from != s.peer && !takes_over(s, from, now, tseq, &rtp, stats) {
+        stats.unexpected_source += 1;
+        return false;
+    }
     if rtp.padding_only {
         on_padding(datagram, now, tseq, on_rtx, &rtp, s, session, stats);
         return false;
@@ -433,8 +475,6 @@ fn on_datagram(
         s.rtx_first = Some(s.rtx_first.map_or(r, |f| f.min(r)));
         stats.rtx_packets += 1;
     } else {
-        // Replies go where the media comes from.
-        s.peer = from;
         let m = s.media_seqs.unwrap(u64::from(rtp.sequence));
         s.reception.on_packet(now, m, rtp.timestamp);
     }
@@ -442,6 +482,42 @@ fn on_datagram(
     // A retransmission carries the original's sequence number (RFC 4588 §4).
     session.on_packet(now, seq, wire_size, rtp.media_seq(), &meta);
     true
+}
+
+/// Whether a packet of the followed stream from `from`, not the sender's
+/// address, moves the stream to `from`. RFC 3550 §8.2: a source's transport
+/// address may change (a NAT rebinding, a restarted sender), but a packet
+/// from a new address may also come from a third party. So only media (not
+/// retransmissions or padding) counts; `from` takes over once the sender
+/// has been silent for `PEER_SILENCE` and `from` has sent `TAKEOVER_RUN`
+/// consecutive media packets in transport-sequence order; until then its
+/// packets are dropped and feedback keeps going to the sender.
+fn takes_over(
+    s: &mut Stream,
+    from: SocketAddr,
+    now: Instant,
+    tseq: u16,
+    rtp: &wire::RtpMedia,
+    stats: &mut RecvStats,
+) -> bool {
+    if rtp.original_seq.is_some() || rtp.padding_only {
+        return false;
+    }
+    let run = match s.candidate {
+        Some((addr, n, last)) if addr == from && tseq.wrapping_sub(last).wrapping_sub(1) < 1000 => {
+            n + 1
+        }
+        _ => 1,
+    };
+    s.candidate = Some((from, run, tseq));
+    let silent = now.saturating_duration_since(s.last_heard) >= PEER_SILENCE;
+    if run >= TAKEOVER_RUN && silent {
+        s.peer = from;
+        s.candidate = None;
+        stats.peer_changes += 1;
+        return true;
+    }
+    false
 }
 
 /// A padding-only packet of the followed stream with transport-wide sequence
@@ -673,6 +749,21 @@ mod tests {
         /// sequence `seq`; with `rtx = Some(ssrc)` as an RFC 4588
         /// retransmission from `ssrc`.
         fn feed_as(&mut self, seq: u64, media_seq: u64, frame_id: u64, rtx: Option<u32>) -> bool {
+            let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+            let now = Instant::from_millis(frame_id + 1);
+            self.feed_full(seq, media_seq, frame_id, rtx, from, now)
+        }
+
+        /// `feed_as` from `from` at `now`.
+        fn feed_full(
+            &mut self,
+            seq: u64,
+            media_seq: u64,
+            frame_id: u64,
+            rtx: Option<u32>,
+            from: SocketAddr,
+            now: Instant,
+        ) -> bool {
             let tx = Transmit {
                 seq,
                 media_seq,
@@ -702,10 +793,13 @@ mod tests {
                 }
             }
             .unwrap();
-            let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
-            let now = Instant::from_millis(frame_id + 1);
+            self.raw(&d, from, now)
+        }
+
+        /// Any datagram.
+        fn raw(&mut self, d: &[u8], from: SocketAddr, now: Instant) -> bool {
             on_datagram(
-                &d,
+                d,
                 from,
                 now,
                 &self.cfg,
@@ -922,5 +1016,94 @@ mod tests {
         assert_eq!(rx.stats.sequence_jumps, 5);
         assert_eq!(rx.session.stats().seq_end, 40_003);
         assert_eq!(rx.stats.media_packets, 15);
+    }
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    #[test]
+    fn a_stray_datagram_does_not_lock_the_stream() {
+        // One 12-byte RTP packet of another SSRC (a stray, or an attacker),
+        // then the real sender: the stray has none of the extensions media
+        // needs, so it locks nothing and the real stream is followed.
+        let mut rx = Rx::new();
+        let mut stray = vec![0x80, rx.cfg.payload_type, 0, 1, 0, 0, 0, 1];
+        stray.extend_from_slice(&0xDEAD_BEEFu32.to_be_bytes());
+        assert!(!rx.raw(&stray, addr(666), Instant::ZERO));
+        assert!(rx.stream.is_none());
+        assert_eq!(rx.stats.missing_extension, 1);
+        for seq in 0..10 {
+            assert!(rx.feed(seq, seq), "packet {seq}");
+        }
+        assert_eq!(rx.stats.media_packets, 10);
+        assert_eq!(rx.stats.foreign_ssrc, 0);
+        assert_eq!(rx.stream.as_ref().map(|s| s.peer), Some(addr(9)));
+    }
+
+    #[test]
+    fn noise_never_locks_or_panics() {
+        let mut rx = Rx::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in 0..20_000u64 {
+            // xorshift: deterministic noise of every length up to 300 B,
+            // with RTP's version bits on half of it.
+            let len = (i % 300) as usize;
+            let mut d = Vec::with_capacity(len);
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                d.push(x as u8);
+            }
+            if i % 2 == 0 && len > 1 {
+                d[0] = 0x80 | (d[0] & 0x3F);
+                d[1] = rx.cfg.payload_type;
+            }
+            assert!(!rx.raw(&d, addr(666), Instant::from_millis(i)));
+        }
+        assert!(rx.stream.is_none());
+        assert_eq!(rx.stats.media_packets, 0);
+        // The real sender still gets the stream.
+        assert!(rx.feed(0, 0));
+    }
+
+    #[test]
+    fn another_address_takes_the_stream_only_after_the_sender_falls_silent() {
+        let mut rx = Rx::new();
+        let ms = Instant::from_millis;
+        for seq in 0..50 {
+            assert!(rx.feed_full(seq, seq, seq, None, addr(9), ms(seq * 10)));
+        }
+        // A third party sends the stream's own packets from another port
+        // while the sender is active: dropped, replies stay with the sender.
+        for seq in 50..80 {
+            assert!(!rx.feed_full(seq, seq, seq, None, addr(666), ms(seq * 10)));
+            assert!(rx.feed_full(
+                seq + 100,
+                seq + 100,
+                seq + 100,
+                None,
+                addr(9),
+                ms(seq * 10 + 5)
+            ));
+        }
+        assert_eq!(rx.stats.unexpected_source, 30);
+        assert_eq!(rx.stream.as_ref().map(|s| s.peer), Some(addr(9)));
+        // The sender falls silent (a NAT rebinding): after 1 s, a run of
+        // 20 in-order packets from the new address moves the stream there.
+        let t0 = 2_000;
+        let mut took = None;
+        for k in 0..30u64 {
+            let seq = 200 + k;
+            if rx.feed_full(seq, seq, seq, None, addr(7000), ms(t0 + k * 10)) && took.is_none() {
+                took = Some(k);
+            }
+        }
+        assert_eq!(took, Some(19), "taken over at packet {took:?}");
+        assert_eq!(rx.stream.as_ref().map(|s| s.peer), Some(addr(7000)));
+        assert_eq!(rx.stats.peer_changes, 1);
+        // The old address is now the stranger.
+        assert!(!rx.feed_full(300, 300, 300, None, addr(9), ms(t0 + 400)));
     }
 }
