@@ -2,12 +2,15 @@
 
 Exit codes (DESIGN.md §4.3): 0 success; 2 bad input (scenario, trace,
 arguments) with one line ``rtcc: error: <message>`` on stderr; 1 an internal
-failure, with one line asking for a bug report; 130 interrupted (Ctrl-C).
+failure, with one line asking for a bug report; 130 interrupted (Ctrl-C);
+143 terminated (SIGTERM, what process managers send). Both signals stop a
+run the same way: it winds down and writes its outputs first.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -33,20 +36,40 @@ class _Parser(argparse.ArgumentParser):
         _fail(2, f"{message} (see `{self.prog} --help`)")
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt``.
+
+    A run then stops the same way: the native loops run signal handlers every
+    100 ms, see the stop, wind down and write their files.
+    """
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``rtcc`` command line; return the process exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.func
+    # Python's default SIGTERM action ends the process at once, without the
+    # outputs a run writes when it stops.
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return command(args)
     except ScenarioError as e:
         _fail(2, str(e))
+    except _Terminated:
+        print("rtcc: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("rtcc: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # anything else is a bug, reported in one line
         _fail(1, f"internal error: {type(e).__name__}: {e} ({_ISSUES_HINT})", prefix="rtcc: ")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _build_parser() -> argparse.ArgumentParser:

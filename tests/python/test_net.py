@@ -4,13 +4,15 @@
 - a clip encoded by ffmpeg, sent by ``rtcc send`` (RFC 6184), is decoded by a
   stock ffmpeg from the SDP ``rtcc send --sdp`` writes (skipped, with the
   reason, when ffmpeg is not installed: ``make media-tools`` installs it);
-- bad options exit 2 naming the option and the value.
+- bad options exit 2 naming the option and the value;
+- SIGTERM and SIGINT stop ``rtcc recv`` with its outputs written.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -74,6 +76,34 @@ def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
     assert result.frames.height == flow["frames_displayed"] + flow["frames_dropped"]
     assert result.timeseries.height > 20
     assert "media" in r_out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_a_signal_stops_recv_with_its_outputs_written(tmp_path: Path, sig: int) -> None:
+    # What a process manager (SIGTERM) or Ctrl-C (SIGINT) sends: the receiver
+    # stops within a moment and leaves a complete summary.json behind.
+    port = free_port_pair()
+    out = tmp_path / "real"
+    recv = subprocess.Popen(
+        [*RTCC, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(out), "--duration", "60s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    send = subprocess.run(
+        [*RTCC, "send", "--to", f"127.0.0.1:{port}", "--duration", "2s"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert send.returncode == 0, send.stderr
+    recv.send_signal(sig)
+    _, err = recv.communicate(timeout=10)
+    assert recv.returncode == (143 if sig == signal.SIGTERM else 130), err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["flows"][0]["frames_displayed"] > 30
+    assert summary["transport"]["media_packets"] > 100
 
 
 @pytest.mark.parametrize(
