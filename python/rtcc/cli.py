@@ -450,6 +450,11 @@ def _cmd_send(args: argparse.Namespace) -> int:
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_stats(console, "sender", stats)
+    transport = stats.get("transport", {})
+    if transport.get("datagrams_sent", 0) == 0 and transport.get("send_errors", 0) > 0:
+        _fail(
+            2, f"--to {args.to}: no datagram could be sent ({transport['send_errors']} send errors)"
+        )
     return 0
 
 

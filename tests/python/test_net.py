@@ -78,6 +78,40 @@ def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
     assert "media" in r_out
 
 
+def test_send_that_sent_nothing_fails_and_emulate_refuses_a_loop() -> None:
+    # Port 0 cannot be sent to: every datagram fails, so the command fails
+    # too (it used to exit 0), naming the address.
+    send = subprocess.run(
+        [*RTCC, "send", "--to", "127.0.0.1:0", "--duration", "1s"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert send.returncode == 2, send.stdout
+    assert "--to 127.0.0.1:0" in send.stderr
+    assert "no datagram" in send.stderr
+    # --forward to the emulator's own --listen would loop every datagram.
+    port = free_port_pair()
+    emu = subprocess.run(
+        [
+            *RTCC,
+            "emulate",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--forward",
+            f"127.0.0.1:{port}",
+            "--duration",
+            "1s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert emu.returncode == 2, emu.stdout
+    assert "--forward" in emu.stderr
+    assert "own --listen" in emu.stderr
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_a_signal_stops_recv_with_its_outputs_written(tmp_path: Path, sig: int) -> None:
     # What a process manager (SIGTERM) or Ctrl-C (SIGINT) sends: the receiver

@@ -349,8 +349,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     )));
                 }
                 rtx_seq = rtx_seq.wrapping_add(1);
-                stats.padding_sent += 1;
-                send_datagram(&sock, &tx_buf, config.to, &mut stats).await;
+                if send_datagram(&sock, &tx_buf, config.to, &mut stats).await {
+                    stats.padding_sent += 1;
+                }
                 continue;
             }
             let payload = session
@@ -365,7 +366,6 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 }
                 let r = wire::encode_rtx(&config.wire, &tx, rtx_seq, ntp, payload, &mut tx_buf);
                 rtx_seq = rtx_seq.wrapping_add(1);
-                stats.retransmissions_sent += 1;
                 r
             } else {
                 wire::encode_media(&config.wire, &tx, ntp, payload, &mut tx_buf)
@@ -376,7 +376,10 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     tx.seq
                 )));
             }
-            send_datagram(&sock, &tx_buf, config.to, &mut stats).await;
+            let sent = send_datagram(&sock, &tx_buf, config.to, &mut stats).await;
+            if sent && tx.kind == PacketKind::Retransmission {
+                stats.retransmissions_sent += 1;
+            }
         }
         if now >= next_report {
             next_report = now + REPORT_INTERVAL;
@@ -470,29 +473,32 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     Ok(report)
 }
 
-/// Puts one RTP datagram on the wire, counting it (or the error).
+/// Puts one RTP datagram on the wire, counting it (or the error); whether
+/// it went out.
 async fn send_datagram(
     sock: &tokio::net::UdpSocket,
     datagram: &[u8],
     to: SocketAddr,
     stats: &mut SendStats,
-) {
-    match sock.try_send_to(datagram, to) {
-        Ok(n) => {
+) -> bool {
+    let sent = match sock.try_send_to(datagram, to) {
+        Ok(n) => Some(n),
+        // The socket buffer is full: wait for room rather than drop.
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            sock.send_to(datagram, to).await.ok()
+        }
+        Err(_) => None,
+    };
+    match sent {
+        Some(n) => {
             stats.datagrams_sent += 1;
             stats.bytes_sent += n as u64;
+            true
         }
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-            // The socket buffer is full: wait for room rather than drop.
-            match sock.send_to(datagram, to).await {
-                Ok(n) => {
-                    stats.datagrams_sent += 1;
-                    stats.bytes_sent += n as u64;
-                }
-                Err(_) => stats.send_errors += 1,
-            }
+        None => {
+            stats.send_errors += 1;
+            false
         }
-        Err(_) => stats.send_errors += 1,
     }
 }
 

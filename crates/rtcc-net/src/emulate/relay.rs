@@ -129,6 +129,19 @@ impl Relay {
                     what: format!("bind --listen {}", config.listen),
                     source,
                 })?;
+        if let Ok(bound) = client_socket.local_addr() {
+            let same_host = config.forward.ip() == bound.ip()
+                || (bound.ip().is_unspecified() && config.forward.ip().is_loopback());
+            if config.forward.port() == bound.port() && same_host {
+                // Every datagram would come back to the relay and go round
+                // again (one looped 1348 times in 1.5 s).
+                return Err(EmulatorError::Option {
+                    option: "--forward".into(),
+                    value: config.forward.to_string(),
+                    message: format!("is the emulator's own --listen address ({bound})"),
+                });
+            }
+        }
         let upstream_ip = match config.forward.ip() {
             ip if ip.is_loopback() => ip,
             IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
