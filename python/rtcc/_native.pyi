@@ -76,5 +76,6 @@ def recv(
     idle_timeout: str | None = None,
     feedback: str | None = None,
     recovery: str | None = None,
+    peer: str | None = None,
 ) -> str:
     """Receive video on `listen`, send feedback; the run's summary.json as JSON."""

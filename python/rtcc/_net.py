@@ -130,6 +130,7 @@ def recv(
     idle_timeout: Duration | None = None,
     feedback: str = "twcc",
     recovery: str | None = None,
+    peer: str | None = None,
 ) -> dict[str, Any]:
     """Receive video on ``listen`` (``host:port``), send feedback, play it out.
 
@@ -144,6 +145,9 @@ def recv(
         feedback: ``"twcc"`` (transport-wide CC feedback) or ``"rfc8888"``.
         recovery: Loss recovery, ``"none"`` or ``"nack"``; default the scenario
             flow's, else ``"none"``. The sender must use the same.
+        peer: Accept media from this ``host:port`` only; ``None``: the first
+            valid sender (another address takes over only after it falls
+            silent, docs/net.md).
 
     Returns:
         The run's ``summary.json`` as a dict.
@@ -157,6 +161,7 @@ def recv(
         idle_timeout=_duration(idle_timeout),
         feedback=feedback,
         recovery=recovery,
+        peer=peer,
     )
     result: dict[str, Any] = json.loads(text)
     return result

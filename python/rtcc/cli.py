@@ -318,6 +318,11 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     recv.add_argument(
         "--flow", metavar="NAME", help="media flow of --scenario (default: the first)"
     )
+    recv.add_argument(
+        "--peer",
+        metavar="HOST:PORT",
+        help="accept media from this sender address only (default: the first valid sender)",
+    )
     recv.set_defaults(func=_cmd_recv)
 
     emu = commands.add_parser(
@@ -468,6 +473,7 @@ def _cmd_recv(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
         feedback=args.feedback,
         recovery=args.recovery,
+        peer=args.peer,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_summary(console, summary)

@@ -78,6 +78,58 @@ def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
     assert "media" in r_out
 
 
+def test_recv_with_peer_hears_that_sender_only(tmp_path: Path) -> None:
+    # The real sender binds a known port; a receiver pinned to another
+    # address hears none of it, one pinned to that port hears it all.
+    port = free_port_pair()
+    src = free_port_pair()
+    results = {}
+    for name, peer in (("other", f"127.0.0.1:{src + 1}"), ("it", f"127.0.0.1:{src}")):
+        out = tmp_path / name
+        recv = subprocess.Popen(
+            [
+                *RTCC,
+                "recv",
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--out",
+                str(out),
+                "--duration",
+                "3s",
+                "--peer",
+                peer,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.5)
+        send = subprocess.run(
+            [
+                *RTCC,
+                "send",
+                "--to",
+                f"127.0.0.1:{port}",
+                "--bind",
+                f"127.0.0.1:{src}",
+                "--duration",
+                "2s",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert send.returncode == 0, send.stderr
+        _, err = recv.communicate(timeout=30)
+        assert recv.returncode == 0, err
+        results[name] = json.loads((out / "summary.json").read_text())["transport"]
+    assert results["other"]["media_packets"] == 0
+    # (the sender, hearing no feedback, backs off to a trickle after 1 s)
+    assert results["other"]["unexpected_source"] > 30
+    assert results["it"]["media_packets"] > 100
+    assert results["it"]["unexpected_source"] == 0
+
+
 def test_send_that_sent_nothing_fails_and_emulate_refuses_a_loop() -> None:
     # Port 0 cannot be sent to: every datagram fails, so the command fails
     # too (it used to exit 0), naming the address.
@@ -149,6 +201,10 @@ def test_a_signal_stops_recv_with_its_outputs_written(tmp_path: Path, sig: int) 
         (["recv", "--listen", "127.0.0.1:0", "--out", "x", "--feedback", "nack"], ["--feedback"]),
         (["send", "--to", "127.0.0.1:9", "--recovery", "fec"], ["--recovery", "fec"]),
         (
+            ["recv", "--listen", "127.0.0.1:0", "--out", "x", "--peer", "nohost"],
+            ["--peer", "nohost"],
+        ),
+        (
             ["recv", "--listen", "127.0.0.1:0", "--out", "x", "--recovery", "arq"],
             ["--recovery", "arq"],
         ),
@@ -167,6 +223,7 @@ def test_a_signal_stops_recv_with_its_outputs_written(tmp_path: Path, sig: int) 
         "bad-duration",
         "bad-feedback",
         "bad-send-recovery",
+        "bad-peer",
         "bad-recv-recovery",
         "bad-rate",
         "missing-source",

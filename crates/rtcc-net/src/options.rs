@@ -70,6 +70,8 @@ pub struct RecvOptions {
     /// `--recovery none|nack`: overrides the scenario flow's loss recovery
     /// (default: the flow's, else none). The sender must use the same.
     pub recovery: Option<String>,
+    /// `--peer HOST:PORT`: accept media from this address only.
+    pub peer: Option<String>,
 }
 
 /// `host:port`, preferring IPv4 when a name resolves to both (the endpoints
@@ -232,6 +234,11 @@ impl RecvOptions {
             duration: dur("--duration", &self.duration)?,
             idle_timeout: dur("--idle-timeout", &self.idle_timeout)?,
             out_dir: self.out_dir.clone(),
+            peer: self
+                .peer
+                .as_deref()
+                .map(|p| parse_addr("--peer", p))
+                .transpose()?,
         })
     }
 }

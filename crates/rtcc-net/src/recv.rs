@@ -84,6 +84,9 @@ pub struct RecvConfig {
     pub idle_timeout: Option<Duration>,
     /// Where to write `summary.json`, `timeseries.csv`, `frames.csv`.
     pub out_dir: Option<PathBuf>,
+    /// Accept media (and sender reports) from this address only; `None`:
+    /// the first valid sender, with the takeover rule of `takes_over`.
+    pub peer: Option<SocketAddr>,
 }
 
 /// Counters of a receiver run.
@@ -306,7 +309,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.datagrams += 1;
                 let now = clock.now();
                 let datagram = rx_buf.get(..n).unwrap_or_default();
-                if on_datagram(datagram, from, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
+                if on_datagram(datagram, from, config.peer, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
                     first_media.get_or_insert(now);
                 }
             }
@@ -347,6 +350,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
 fn on_datagram(
     datagram: &[u8],
     from: SocketAddr,
+    pinned: Option<SocketAddr>,
     now: Instant,
     cfg: &WireConfig,
     clock: &Clock,
@@ -354,6 +358,11 @@ fn on_datagram(
     session: &mut ReceiverSession,
     stats: &mut RecvStats,
 ) -> bool {
+    if pinned.is_some_and(|p| p != from) {
+        // `--peer`: anyone else is a stranger, whatever it sends.
+        stats.unexpected_source += 1;
+        return false;
+    }
     if wire::is_rtcp(datagram) {
         // Sender reports of the stream we follow feed the receiver reports'
         // LSR/DLSR; any other RTCP is not for a receiver.
@@ -716,6 +725,7 @@ mod tests {
     use super::*;
 
     struct Rx {
+        pinned: Option<SocketAddr>,
         cfg: WireConfig,
         clock: Clock,
         stream: Option<Stream>,
@@ -732,6 +742,7 @@ mod tests {
                 recovery: Default::default(),
             };
             Rx {
+                pinned: None,
                 cfg: WireConfig::default(),
                 clock,
                 stream: None,
@@ -801,6 +812,7 @@ mod tests {
             on_datagram(
                 d,
                 from,
+                self.pinned,
                 now,
                 &self.cfg,
                 &self.clock,
@@ -870,6 +882,7 @@ mod tests {
             let media = on_datagram(
                 &d,
                 from,
+                self.pinned,
                 Instant::from_millis(ms + 1),
                 &self.cfg,
                 &self.clock,
@@ -1105,5 +1118,26 @@ mod tests {
         assert_eq!(rx.stats.peer_changes, 1);
         // The old address is now the stranger.
         assert!(!rx.feed_full(300, 300, 300, None, addr(9), ms(t0 + 400)));
+    }
+
+    #[test]
+    fn with_a_pinned_peer_no_one_else_is_heard() {
+        // `--peer`: a stranger's packets are dropped even before the
+        // stream is locked, and even after the peer falls silent.
+        let mut rx = Rx::new();
+        rx.pinned = Some(addr(9));
+        let ms = Instant::from_millis;
+        assert!(!rx.feed_full(0, 0, 0, None, addr(666), ms(1)));
+        assert!(rx.stream.is_none());
+        for seq in 1..10 {
+            assert!(rx.feed_full(seq, seq, seq, None, addr(9), ms(seq * 10)));
+        }
+        for k in 0..40 {
+            let seq = 100 + k;
+            assert!(!rx.feed_full(seq, seq, seq, None, addr(666), ms(3_000 + k * 10)));
+        }
+        assert_eq!(rx.stats.unexpected_source, 41);
+        assert_eq!(rx.stats.peer_changes, 0);
+        assert_eq!(rx.stream.as_ref().map(|s| s.peer), Some(addr(9)));
     }
 }

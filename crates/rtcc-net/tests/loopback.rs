@@ -41,6 +41,7 @@ fn receiver(listen: SocketAddr, secs: u64, out: Option<std::path::PathBuf>) -> R
         duration: Some(Duration::from_secs(secs)),
         idle_timeout: None,
         out_dir: out,
+        peer: None,
     }
 }
 

@@ -92,6 +92,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         duration: Some(Duration::from_secs(send_secs + 1)),
         idle_timeout: None,
         out_dir: Some(dir.clone()),
+        peer: None,
     };
     let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
     thread::sleep(std::time::Duration::from_millis(300));

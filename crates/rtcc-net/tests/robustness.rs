@@ -67,6 +67,7 @@ fn receiver(listen: SocketAddr, millis: Option<u64>) -> RecvConfig {
         duration: millis.map(Duration::from_millis),
         idle_timeout: None,
         out_dir: None,
+        peer: None,
     }
 }
 

@@ -204,6 +204,7 @@ pub(crate) fn send(
     idle_timeout = None,
     feedback = None,
     recovery = None,
+    peer = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recv(
@@ -216,6 +217,7 @@ pub(crate) fn recv(
     idle_timeout: Option<String>,
     feedback: Option<String>,
     recovery: Option<String>,
+    peer: Option<String>,
 ) -> PyResult<String> {
     let opts = RecvOptions {
         listen,
@@ -226,6 +228,7 @@ pub(crate) fn recv(
         idle_timeout,
         feedback,
         recovery,
+        peer,
     };
     let config = opts
         .build()
