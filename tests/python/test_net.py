@@ -41,23 +41,35 @@ def free_port_pair() -> int:
     raise RuntimeError("no free UDP port pair")
 
 
-def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
-    port = free_port_pair()
-    out = tmp_path / "real"
+def start_recv(port: int, out: Path, *extra: str) -> subprocess.Popen[str]:
+    """``rtcc recv`` on loopback ``port`` writing to ``out``, in the background."""
     recv = subprocess.Popen(
-        [*RTCC, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(out), "--duration", "5s"],
+        [*RTCC, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(out), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     time.sleep(0.5)
-    send = subprocess.run(
-        [*RTCC, "send", "--to", f"127.0.0.1:{port}", "--duration", "3s", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    return recv
+
+
+def run_rtcc(*args: str) -> subprocess.CompletedProcess[str]:
+    """``rtcc ARGS`` to completion, output captured."""
+    return subprocess.run([*RTCC, *args], capture_output=True, text=True, timeout=30)
+
+
+def run_send(port: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``rtcc send`` to loopback ``port``; fails the test if it fails."""
+    send = run_rtcc("send", "--to", f"127.0.0.1:{port}", *extra)
     assert send.returncode == 0, send.stderr
+    return send
+
+
+def test_send_and_recv_write_the_simulator_files(tmp_path: Path) -> None:
+    port = free_port_pair()
+    out = tmp_path / "real"
+    recv = start_recv(port, out, "--duration", "5s")
+    run_send(port, "--duration", "3s", "--out", str(out))
     r_out, r_err = recv.communicate(timeout=30)
     assert recv.returncode == 0, r_err
     summary = json.loads((out / "summary.json").read_text())
@@ -86,40 +98,8 @@ def test_recv_with_peer_hears_that_sender_only(tmp_path: Path) -> None:
     results = {}
     for name, peer in (("other", f"127.0.0.1:{src + 1}"), ("it", f"127.0.0.1:{src}")):
         out = tmp_path / name
-        recv = subprocess.Popen(
-            [
-                *RTCC,
-                "recv",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--out",
-                str(out),
-                "--duration",
-                "3s",
-                "--peer",
-                peer,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(0.5)
-        send = subprocess.run(
-            [
-                *RTCC,
-                "send",
-                "--to",
-                f"127.0.0.1:{port}",
-                "--bind",
-                f"127.0.0.1:{src}",
-                "--duration",
-                "2s",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert send.returncode == 0, send.stderr
+        recv = start_recv(port, out, "--duration", "3s", "--peer", peer)
+        run_send(port, "--bind", f"127.0.0.1:{src}", "--duration", "2s")
         _, err = recv.communicate(timeout=30)
         assert recv.returncode == 0, err
         results[name] = json.loads((out / "summary.json").read_text())["transport"]
@@ -133,32 +113,14 @@ def test_recv_with_peer_hears_that_sender_only(tmp_path: Path) -> None:
 def test_send_that_sent_nothing_fails_and_emulate_refuses_a_loop() -> None:
     # Port 0 cannot be sent to: every datagram fails, so the command fails
     # too (it used to exit 0), naming the address.
-    send = subprocess.run(
-        [*RTCC, "send", "--to", "127.0.0.1:0", "--duration", "1s"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    send = run_rtcc("send", "--to", "127.0.0.1:0", "--duration", "1s")
     assert send.returncode == 2, send.stdout
     assert "--to 127.0.0.1:0" in send.stderr
     assert "no datagram" in send.stderr
     # --forward to the emulator's own --listen would loop every datagram.
     port = free_port_pair()
-    emu = subprocess.run(
-        [
-            *RTCC,
-            "emulate",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--forward",
-            f"127.0.0.1:{port}",
-            "--duration",
-            "1s",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    listen = f"127.0.0.1:{port}"
+    emu = run_rtcc("emulate", "--listen", listen, "--forward", listen, "--duration", "1s")
     assert emu.returncode == 2, emu.stdout
     assert "--forward" in emu.stderr
     assert "own --listen" in emu.stderr
@@ -170,20 +132,8 @@ def test_a_signal_stops_recv_with_its_outputs_written(tmp_path: Path, sig: int) 
     # stops within a moment and leaves a complete summary.json behind.
     port = free_port_pair()
     out = tmp_path / "real"
-    recv = subprocess.Popen(
-        [*RTCC, "recv", "--listen", f"127.0.0.1:{port}", "--out", str(out), "--duration", "60s"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(0.5)
-    send = subprocess.run(
-        [*RTCC, "send", "--to", f"127.0.0.1:{port}", "--duration", "2s"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert send.returncode == 0, send.stderr
+    recv = start_recv(port, out, "--duration", "60s")
+    run_send(port, "--duration", "2s")
     recv.send_signal(sig)
     _, err = recv.communicate(timeout=10)
     assert recv.returncode == (143 if sig == signal.SIGTERM else 130), err
@@ -293,20 +243,8 @@ def test_ffmpeg_decodes_what_rtcc_send_sends(tmp_path: Path) -> None:
                 time.sleep(0.05)
             # A stock receiver sends no congestion feedback: no back-off, a
             # fixed target (the file's rate is its own anyway).
-            sent = subprocess.run(
-                [
-                    *RTCC,
-                    "send",
-                    *common,
-                    "--cc",
-                    "fixed",
-                    "--no-feedback-timeout",
-                    "--duration",
-                    "4s",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=30,
+            sent = run_rtcc(
+                "send", *common, "--cc", "fixed", "--no-feedback-timeout", "--duration", "4s"
             )
             assert sent.returncode == 0, sent.stderr
             try:
