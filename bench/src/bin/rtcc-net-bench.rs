@@ -624,6 +624,7 @@ fn loopback_recv(seconds: f64) -> Result<Value, String> {
         duration: Some(Duration::from_secs_f64(seconds + 5.0)),
         idle_timeout: Some(Duration::from_millis(300)),
         out_dir: None,
+        peer: None,
     };
     let rx = thread::spawn(move || {
         rtcc_net::recv::run_blocking(config, Arc::new(AtomicBool::new(false)))
