@@ -234,6 +234,9 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
         }
         session.on_timeout(now);
         if let Some(s) = &stream {
+            // Feedback, NACKs and PLIs name the SSRC being received (RFC 4585
+            // §6.1 "SSRC of media source"), whatever the sender chose.
+            encoder.set_media_ssrc(s.ssrc);
             rtcp_out.clear();
             if session.poll_feedback(now, &mut fb) {
                 rtcp_out = encoder

@@ -92,6 +92,12 @@ impl FeedbackEncoder {
         })
     }
 
+    /// Address the feedback, NACKs and PLIs to the media stream `ssrc` (the
+    /// one actually received; the configuration's `media_ssrc` until then).
+    pub fn set_media_ssrc(&mut self, ssrc: u32) {
+        self.config.media_ssrc = ssrc;
+    }
+
     /// The RTCP datagrams carrying `fb` (none if it has no packets and no
     /// key-frame request). `report_ntp` is the 64-bit NTP time of
     /// `fb.report_time` (`Clock::ntp_of`); only RFC 8888 uses it.
@@ -576,6 +582,27 @@ mod tests {
         }
         // The case that used to break compounds happened.
         assert!(crate_padded > 10, "{crate_padded}");
+    }
+
+    #[test]
+    fn feedback_nack_and_pli_name_the_ssrc_received() {
+        let mut enc = FeedbackEncoder::new(cfg(FeedbackFormat::TransportCc)).unwrap();
+        enc.set_media_ssrc(0xDEAD_BEEF);
+        let fb = WireFeedback {
+            report_time: Instant::from_millis(10),
+            packets: vec![(3, at(5 * MS)), (4, None)],
+            key_frame_request: true,
+        };
+        let mut d = enc.encode(&fb, 0).unwrap();
+        let nack = Nack {
+            report_time: Instant::from_millis(10),
+            seqs: vec![4],
+        };
+        enc.append_nack(&nack, &mut d).unwrap();
+        let m = decode_rtcp(&d[0]).unwrap();
+        assert_eq!(m.twcc[0].media_ssrc, 0xDEAD_BEEF);
+        assert_eq!(m.nacks[0].media_ssrc, 0xDEAD_BEEF);
+        assert_eq!(m.plis[0].media_ssrc, 0xDEAD_BEEF);
     }
 
     #[test]
