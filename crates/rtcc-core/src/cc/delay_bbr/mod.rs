@@ -356,12 +356,13 @@ impl DelayBbr {
             }
         }
         let Some(b) = self.backoff else { return };
+        // An expiry back-off under the authors' rule (`min_rtt_expired_`).
+        let authors_expiry = b.expiry && self.config.min_rtt_update == MinRttUpdate::Backoff;
         let drained = self.bbr.bytes_in_flight() <= self.backoff_bdp;
-        let timed_out = b.expiry
-            && self.config.min_rtt_update == MinRttUpdate::Backoff
-            && now.saturating_duration_since(b.since) > b.min_rtt_record * 4;
+        let timed_out =
+            authors_expiry && now.saturating_duration_since(b.since) > b.min_rtt_record * 4;
         if drained || timed_out {
-            if b.expiry && self.config.min_rtt_update == MinRttUpdate::Backoff {
+            if authors_expiry {
                 let (rtt, stamp) = b.lowest.unwrap_or((b.min_rtt_record, now));
                 self.bbr.set_rtprop(rtt, stamp);
             }

@@ -600,10 +600,9 @@ fn padding_is_requested_in_every_state_by_default() {
 
 #[test]
 fn padding_is_requested_while_probing_only_on_request() {
-    let mut cc = with(DelayBbrConfig {
-        padding: DelayBbrPadding::Probing,
-        ..DelayBbrConfig::default()
-    });
+    // Our earlier reading as a whole pads only while probing.
+    let mut cc = with(DelayBbrConfig::earlier_reading());
+    assert_eq!(cc.config().padding, DelayBbrPadding::Probing);
     // Startup (gain 2/ln 2) probes: pad at the pacing rate.
     let p = cc.poll_probe(at(0)).expect("Startup pads");
     assert_eq!(p.rate, cc.send_budget().pacing_rate);

@@ -53,6 +53,7 @@ use crate::multipath::{
 use crate::pacer::Pacer;
 use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
 use crate::session::history::{Fate, SendHistory};
+use crate::session::sender::CONGESTED_PACKET_INTERVAL;
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes, Probability};
 
@@ -87,8 +88,6 @@ const HISTORY_WINDOW: Duration = Duration::from_secs(10);
 /// and the sender produced a key frame for every third request for the
 /// rest of the run (about 960 in 300 s, `docs/algorithms/multipath.md`).
 const MIN_KEY_FRAME_WAIT: Duration = Duration::from_secs(1);
-
-use crate::session::sender::CONGESTED_PACKET_INTERVAL;
 
 /// Weight of a new sample in a path's aggregate delay (the authors'
 /// `smooth_delay_num / smooth_delay_den` = 85/100 in `path_sender_v1.cc`).
@@ -611,13 +610,13 @@ impl<E: EncoderModel> MultipathSender<E> {
                 // receiver's decoding chain holds.
                 self.stats.frames_dropped_at_sender += 1;
                 self.frame_id_offset += 1;
-                if frame.frame_type == crate::media::frame::FrameType::Key {
+                if frame.frame_type == FrameType::Key {
                     self.encoder.request_key_frame();
                 }
                 continue;
             }
             self.stats.frames_encoded += 1;
-            if frame.frame_type == crate::media::frame::FrameType::Key {
+            if frame.frame_type == FrameType::Key {
                 self.last_key_frame_size = frame.size;
             }
             let encoder_id = frame.frame_id;
