@@ -117,14 +117,16 @@ def test_camel_and_gcc_keep_the_queue_short(seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_camel_takes_what_udp_leaves(seed: int) -> None:
     """§5.5, Fig. 15: a 500 kbps UDP flow on 30-60 s; over 40-60 s Camel
-    gets most of the 500 kbps left and UDP loses little."""
+    gets most of the 500 kbps left, UDP loses little, and the bottleneck's
+    p95 queue delay stays within the issue's 200 ms (67-160 ms on seeds 1-8
+    with the sender-queue pushback, I31; 55-116 ms without it)."""
     udp = {"name": "udp", "kind": "udp-cbr", "rate": "500kbps", "start": "30s", "stop": "60s"}
     w = window(rtcc.run(scenario([media("camel"), udp], duration="90s"), seed=seed), 40, 60)
     ctx = f"Camel + UDP, seed {seed}, 40-60 s: Camel {w['camel']['goodput_kbps']:.0f} kbps"
     assert w["udp"]["loss_rate"] <= 0.01, f"{ctx}: UDP loss {w['udp']['loss_rate']:.3f}"
     assert 0.8 * 500 <= w["camel"]["goodput_kbps"] <= 520, ctx
     p95 = w["queue_delay_ms_p95"]
-    assert p95 <= 150, f"{ctx}: p95 queue {p95:.1f} ms"
+    assert p95 <= 200, f"{ctx}: p95 queue {p95:.1f} ms"
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -440,9 +440,11 @@ pub(crate) fn cc_config(
                         "share_cap_hold",
                         "gamma_increase",
                         "standing_queue",
+                        "queue_drain_horizon",
                         "drain_interval",
                         "scale_allowance",
                         "window_cap",
+                        "queue_pushback",
                     ],
                 ]
                 .concat(),
@@ -480,9 +482,14 @@ pub(crate) fn cc_config(
             set(&mut c.share_cap_hold, k.duration("share_cap_hold")?);
             set(&mut c.gamma_increase, k.number("gamma_increase")?);
             set(&mut c.standing_queue, k.duration("standing_queue")?);
+            set(
+                &mut c.queue_drain_horizon,
+                k.duration("queue_drain_horizon")?,
+            );
             set(&mut c.drain_interval, k.duration("drain_interval")?);
             set(&mut c.scale_allowance, k.flag("scale_allowance")?);
             set(&mut c.window_cap, k.flag("window_cap")?);
+            set(&mut c.queue_pushback, k.flag("queue_pushback")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

@@ -45,7 +45,15 @@ pub struct DetectorConfig {
     /// congested (ours, I26: §4.2's ground truth "RTT exceeds RTprop", the
     /// same delay for every flow on the path); zero disables the test.
     pub standing_queue: Duration,
+    /// A decision congested by a standing queue q multiplies γ by
+    /// max(1 − q / horizon, `QUEUE_DRAIN_FLOOR`) when that is smaller than
+    /// `gamma_decrease` (ours, I30); zero disables it.
+    pub queue_drain_horizon: Duration,
 }
+
+/// The smallest factor one decision applies to γ for a standing queue
+/// (ours, I30: halving, as BBR's drain after Startup roughly does).
+pub const QUEUE_DRAIN_FLOOR: f64 = 0.5;
 
 /// Standard errors of a round's loss rate above p_phys before it counts
 /// (ours, I23: about the 97.5th percentile under physical loss alone).
@@ -303,8 +311,16 @@ impl CongestionDetector {
             || g.is_some_and(|g| g > self.cfg.gradient_threshold)
             || anchored.is_some_and(|a| a > self.cfg.gradient_threshold);
         if congested {
-            // §4.2, eq. 5: γ ← 0.95 · γ on congestion.
-            self.gamma *= self.cfg.gamma_decrease;
+            // §4.2, eq. 5: γ ← 0.95 · γ on congestion. I30: a standing
+            // queue of q seconds is emptied in about `queue_drain_horizon`
+            // when every flow through it sends (1 − q / horizon) of what it
+            // sent, which keeps their shares.
+            let drain = if standing && !self.cfg.queue_drain_horizon.is_zero() {
+                (1.0 - queue / self.cfg.queue_drain_horizon.as_secs_f64()).max(QUEUE_DRAIN_FLOOR)
+            } else {
+                1.0
+            };
+            self.gamma *= self.cfg.gamma_decrease.min(drain);
             Decision::Congested
         } else {
             // §4.2: "If no congestion is detected, γ is reset to 1." I25:
@@ -338,6 +354,7 @@ mod tests {
             loss_min_packets: 20,
             gamma_increase: 0.0,
             standing_queue: Duration::ZERO,
+            queue_drain_horizon: Duration::ZERO,
         }
     }
 
@@ -662,6 +679,51 @@ mod tests {
             "capped at γ₀: {}",
             d.gamma()
         );
+    }
+
+    #[test]
+    fn a_large_standing_queue_cuts_gamma_to_drain_it() {
+        // I30: horizon 1 s. A queue standing 30 ms above D_min: eq. 5's
+        // 0.95 (1 − 0.03 is milder); 300 ms: 0.7; 900 ms: the 0.5 floor;
+        // without the horizon, 0.95 whatever the queue.
+        for (standing_ms, horizon_ms, want) in [
+            (30.0, 1000, 0.95),
+            (300.0, 1000, 0.7),
+            (900.0, 1000, QUEUE_DRAIN_FLOOR),
+            (300.0, 0, 0.95),
+        ] {
+            let mut d = CongestionDetector::new(DetectorConfig {
+                standing_queue: Duration::from_millis(10),
+                queue_drain_horizon: Duration::from_millis(horizon_ms),
+                ..cfg()
+            });
+            let dec = decide(&mut d, 0, |_| 0.040 + standing_ms / 1000.0);
+            assert_eq!(dec, Decision::Congested);
+            assert!(
+                (d.gamma() - want).abs() < 1e-9,
+                "{standing_ms} ms, horizon {horizon_ms}: γ {}",
+                d.gamma()
+            );
+        }
+        // A congestion found by the gradient alone, with no standing queue,
+        // keeps eq. 5's step whatever the horizon.
+        let mut d = CongestionDetector::new(DetectorConfig {
+            standing_queue: Duration::from_millis(10),
+            queue_drain_horizon: Duration::from_secs(1),
+            ..cfg()
+        });
+        feed(&mut d, 0, |k| {
+            let x = 2000 + (k % 6) * 2000;
+            (x, 0.040 + (x as f64 - 2000.0) / 250_000.0)
+        });
+        let dec = d.detect(
+            Instant::from_millis(900),
+            Bitrate::mbps(2),
+            Duration::from_millis(40),
+            Duration::from_millis(100),
+        );
+        assert_eq!(dec, Decision::Congested);
+        assert!((d.gamma() - 0.95).abs() < 1e-9, "γ {}", d.gamma());
     }
 
     #[test]

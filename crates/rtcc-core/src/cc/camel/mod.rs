@@ -35,6 +35,7 @@ pub mod frame_sampler;
 #[cfg(test)]
 mod tests;
 
+use std::collections::VecDeque;
 use std::fmt;
 
 use self::burst_length::{BurstConfig, BurstLengthController, BurstUpdate};
@@ -47,7 +48,7 @@ use crate::cc::{
     TraceSink,
 };
 use crate::media::frame::FrameInfo;
-use crate::packet::{FeedbackReport, SentPacket};
+use crate::packet::{FeedbackReport, PacketKind, SentPacket};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
 
@@ -105,6 +106,14 @@ pub struct CamelConfig {
     /// Standing-queue test: a detector window whose lowest frame delay is
     /// this far above D_min is congested (ours, I26); zero disables it.
     pub standing_queue: Duration,
+    /// Queue drain horizon: a decision congested by a standing queue of q
+    /// (the window's lowest frame delay above D_min) multiplies γ by
+    /// max(1 − q / horizon, `QUEUE_DRAIN_FLOOR`) when that is below eq. 5's
+    /// 0.95, so that the flows on the path together send below capacity
+    /// long enough to empty the queue in about this time (ours, I30,
+    /// experimental, off by default); zero keeps eq. 5's 0.95 for every
+    /// size of queue.
+    pub queue_drain_horizon: Duration,
     /// Drain: when no frame has come within half of `standing_queue` of
     /// D_min for this long, the target is halved and the window cut to two
     /// packets for `DRAIN_TIME` + D_min, so that a standing queue empties and
@@ -117,6 +126,12 @@ pub struct CamelConfig {
     /// Whether the encoder's target is capped by cwnd / smoothed frame delay
     /// (ours, I29).
     pub window_cap: bool,
+    /// Sender-queue pushback: while the frames handed to the sender and not
+    /// yet sent would take more than `PUSHBACK_QUEUE_MIN` to leave at the
+    /// pacing rate, the encoder's target is scaled by 1 − that time / 1 s,
+    /// the lowest scale held until the queue empties (ours, I31:
+    /// libwebrtc's pacer pushback, `CongestionControlHandler::GetUpdate`).
+    pub queue_pushback: bool,
     /// How long after a round congested by loss BW_avg is capped by the
     /// delivered rate (ours, I24; zero, the default, disables the cap).
     pub share_cap_hold: Duration,
@@ -182,9 +197,13 @@ impl Default for CamelConfig {
             loss_detect_min_packets: 20,
             gamma_increase: 0.02,
             standing_queue: Duration::from_millis(10),
+            // Off: against CUBIC's standing queue it halves Camel's share
+            // (500 KB: 40-62 kbps instead of 144-158); camel.md I30.
+            queue_drain_horizon: Duration::ZERO,
             drain_interval: Duration::from_secs(5),
             scale_allowance: true,
             window_cap: true,
+            queue_pushback: true,
             // Off: at 50 % random loss (fig19-loss-50) the cap collapsed the
             // target to 30 kbps; camel.md I24.
             share_cap_hold: Duration::ZERO,
@@ -402,6 +421,7 @@ impl CamelConfig {
             loss_min_packets: self.loss_detect_min_packets,
             gamma_increase: self.gamma_increase,
             standing_queue: self.standing_queue,
+            queue_drain_horizon: self.queue_drain_horizon,
         }
     }
 
@@ -435,6 +455,7 @@ pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "p_phys",
     "p_cur",
     "fallback",
+    "pushback",
 ];
 
 /// A snapshot of Camel's state, for traces and tests.
@@ -512,7 +533,27 @@ pub struct Camel {
     drain_until: Option<Instant>,
     /// I27: end of the last drain (no new drain for `drain_interval` after it).
     drained_at: Option<Instant>,
+    /// I31: frames handed to the sender whose packets have not all left.
+    pending: VecDeque<PendingFrame>,
+    /// I31: the scale on the encoder's target (1 with an empty queue).
+    pushback: f64,
 }
+
+/// A frame handed to the sender, with what of it has not left yet (I31).
+#[derive(Debug, Clone, Copy)]
+struct PendingFrame {
+    id: u64,
+    size: Bytes,
+    packets: u32,
+    left: u32,
+}
+
+/// I31: a sender queue shorter than this (at the pacing rate) does not push
+/// back (libwebrtc's 50 ms).
+pub const PUSHBACK_QUEUE_MIN: Duration = Duration::from_millis(50);
+/// I31: the sender-queue time at which the pushback scale reaches 0
+/// (libwebrtc's 1 − queue_ms / 1000).
+pub const PUSHBACK_QUEUE_SPAN: Duration = Duration::from_secs(1);
 
 impl Camel {
     /// A Camel controller starting at `now`. An invalid `config` is used as
@@ -528,6 +569,8 @@ impl Camel {
             share_capped: false,
             drain_until: None,
             drained_at: None,
+            pending: VecDeque::new(),
+            pushback: 1.0,
             held_target: config
                 .start_bitrate
                 .clamp(config.min_bitrate, config.max_bitrate),
@@ -610,15 +653,49 @@ impl Camel {
     /// window lets through per smoothed frame delay (I29), so that the
     /// encoder does not outrun a window-limited sender.
     fn encoder_target(&self) -> Bitrate {
-        let target = self.camel_target();
-        if !self.config.window_cap {
-            return target;
+        let mut target = self.camel_target();
+        if self.config.window_cap {
+            if let (Some(w), Some(d)) = (self.window(), self.estimator.smoothed_delay()) {
+                if !d.is_zero() {
+                    target = target.min(w / d);
+                }
+            }
         }
-        match (self.window(), self.estimator.smoothed_delay()) {
-            (Some(w), Some(d)) if !d.is_zero() => target
-                .min(w / d)
-                .clamp(self.config.min_bitrate, self.config.max_bitrate),
-            _ => target,
+        // I31: what the encoder adds while the sender's queue cannot drain
+        // only lengthens the queue.
+        target
+            .mul_f64(self.pushback)
+            .clamp(self.config.min_bitrate, self.config.max_bitrate)
+    }
+
+    /// I31: the time the frames still in the sender would take to leave at
+    /// the pacing rate (each frame's payload pro rata of its packets left).
+    fn sender_queue_time(&self) -> Duration {
+        let bytes = self.pending.iter().fold(Bytes::ZERO, |acc, f| {
+            acc + Bytes::new(f.size.get() * u64::from(f.left) / u64::from(f.packets.max(1)))
+        });
+        let rate = self.camel_target().mul_f64(self.config.pacing_gain);
+        if rate.is_zero() {
+            return Duration::ZERO;
+        }
+        bytes / rate
+    }
+
+    /// I31: libwebrtc's pacer pushback. An empty queue releases it; a queue
+    /// over `PUSHBACK_QUEUE_MIN` lowers the scale to 1 − time / 1 s, and
+    /// the lowest scale holds until the queue empties.
+    fn update_pushback(&mut self) {
+        if !self.config.queue_pushback {
+            return;
+        }
+        if self.pending.is_empty() {
+            self.pushback = 1.0;
+            return;
+        }
+        let q = self.sender_queue_time();
+        if q > PUSHBACK_QUEUE_MIN {
+            let scale = 1.0 - q.as_secs_f64() / PUSHBACK_QUEUE_SPAN.as_secs_f64();
+            self.pushback = self.pushback.min(scale).max(0.0);
         }
     }
 
@@ -717,10 +794,24 @@ impl CongestionController for Camel {
             sink.record("p_cur", p);
         }
         sink.record("fallback", trace_flag(i.fallback_until.is_some()));
+        sink.record("pushback", self.pushback);
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
         self.sampler.on_packet_sent(now, pkt);
+        if let (PacketKind::Media, Some(id)) = (pkt.kind, pkt.frame_id) {
+            // I31: frames before this one have left (or were given up).
+            while self.pending.front().is_some_and(|f| f.id < id) {
+                self.pending.pop_front();
+            }
+            if let Some(f) = self.pending.front_mut().filter(|f| f.id == id) {
+                f.left = f.left.saturating_sub(1);
+                if f.left == 0 || pkt.last_in_frame {
+                    self.pending.pop_front();
+                }
+            }
+            self.update_pushback();
+        }
         if let Some(f) = &mut self.fallback {
             f.gcc.on_packet_sent(now, pkt);
         }
@@ -782,6 +873,15 @@ impl CongestionController for Camel {
     fn on_frame(&mut self, now: Instant, frame: &FrameInfo) {
         if let Some(f) = &mut self.fallback {
             f.gcc.on_frame(now, frame);
+        }
+        if frame.num_packets > 0 {
+            self.pending.push_back(PendingFrame {
+                id: frame.frame_id,
+                size: frame.size,
+                packets: frame.num_packets,
+                left: frame.num_packets,
+            });
+            self.update_pushback();
         }
     }
 

@@ -357,3 +357,80 @@ fn send_frame_with_queue(
     c.on_feedback(now, &report);
     now
 }
+
+/// A frame of `n` packets of 1000 B handed to the sender at `t_ms`.
+fn frame_info(fid: u64, n: u32) -> FrameInfo {
+    FrameInfo {
+        frame_id: fid,
+        capture_time: Instant::ZERO,
+        size: Bytes::new(1000 * u64::from(n)),
+        frame_type: crate::media::frame::FrameType::Delta,
+        num_packets: n,
+        target_bitrate: Bitrate::mbps(1),
+    }
+}
+
+#[test]
+fn sender_queue_pushes_the_encoder_target_back() {
+    // I31: BW_avg 1 Mbps, γ 1, pacing 1.25 Mbps. A 5 KB frame leaves in
+    // 32 ms (< 50 ms): no pushback. A 50 KB frame needs 320 ms: the target
+    // is scaled by 1 − 0.32 = 0.68, and the scale holds, even as the queue
+    // shortens, until the frame has left.
+    let cfg = CamelConfig {
+        window_cap: false,
+        ..CamelConfig::default()
+    };
+    let mut c = Camel::new(Instant::ZERO, cfg.clone());
+    let mut seq = 0;
+    let now = send_frame(&mut c, 0, &mut seq, 0, 5);
+    assert_eq!(c.target_bitrate(), Bitrate::mbps(1));
+    c.on_frame(now, &frame_info(1, 5));
+    assert_eq!(c.target_bitrate(), Bitrate::mbps(1), "32 ms of queue");
+    let send = |c: &mut Camel, seq: &mut u64, fid: u64, i: u32, n: u32| {
+        let p = SentPacket {
+            seq: *seq,
+            size: Bytes::new(1000),
+            send_time: now,
+            kind: PacketKind::Media,
+            frame_id: Some(fid),
+            first_in_frame: i == 0,
+            last_in_frame: i + 1 == n,
+            bytes_in_flight: Bytes::new(1000),
+        };
+        *seq += 1;
+        c.on_packet_sent(now, &p);
+    };
+    for i in 0..5 {
+        send(&mut c, &mut seq, 1, i, 5);
+    }
+    c.on_frame(now, &frame_info(2, 50));
+    let pushed = c.target_bitrate().as_bps_f64();
+    assert!((pushed - 680_000.0).abs() < 1_000.0, "{pushed}");
+    for i in 0..49 {
+        send(&mut c, &mut seq, 2, i, 50);
+    }
+    assert!(
+        (c.target_bitrate().as_bps_f64() - pushed).abs() < 1.0,
+        "the lowest scale holds while the queue is not empty"
+    );
+    send(&mut c, &mut seq, 2, 49, 50);
+    assert_eq!(c.target_bitrate(), Bitrate::mbps(1), "released when empty");
+    // A frame given up by the sender (never sent) is forgotten when a later
+    // frame's packet leaves.
+    c.on_frame(now, &frame_info(3, 50));
+    c.on_frame(now, &frame_info(4, 1));
+    assert!(c.target_bitrate() < Bitrate::kbps(700));
+    send(&mut c, &mut seq, 4, 0, 1);
+    assert_eq!(c.target_bitrate(), Bitrate::mbps(1));
+    // Off: the queue does not move the target.
+    let mut c = Camel::new(
+        Instant::ZERO,
+        CamelConfig {
+            queue_pushback: false,
+            ..cfg
+        },
+    );
+    let now = send_frame(&mut c, 0, &mut seq, 0, 5);
+    c.on_frame(now, &frame_info(1, 50));
+    assert_eq!(c.target_bitrate(), Bitrate::mbps(1));
+}
