@@ -266,7 +266,14 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                         config.wire.feedback_ssrc,
                         &[block],
                         &mut rr_buf,
-                    );
+                    )
+                    .and_then(|_| {
+                        wire::encode_sdes_cname(
+                            &[config.wire.feedback_ssrc],
+                            encoder.cname(),
+                            &mut rr_buf,
+                        )
+                    });
                     if built.is_ok() {
                         match sock.try_send_to(&rr_buf, s.peer) {
                             Ok(_) => stats.receiver_reports += 1,

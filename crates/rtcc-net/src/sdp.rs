@@ -58,8 +58,9 @@ pub struct RtxSdp {
     pub media_ssrc: u32,
 }
 
-/// CNAME of both streams (RFC 5576 §6.1: the same CNAME ties them to one source).
-const CNAME: &str = "rtcc";
+/// CNAME of both streams (RFC 5576 §6.1: the same CNAME ties them to one
+/// source), the one the sender's SDES carries.
+const CNAME: &str = crate::wire::DEFAULT_CNAME;
 
 /// Why an SDP could not be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

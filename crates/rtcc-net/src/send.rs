@@ -326,7 +326,10 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     let mut next_sample = start + SAMPLE_INTERVAL;
     let mut prev_bytes = 0u64;
     let mut next_report = start + REPORT_INTERVAL;
-    let mut sr_buf: Vec<u8> = Vec::with_capacity(64);
+    let mut sr_buf: Vec<u8> = Vec::with_capacity(128);
+    // Both SSRCs this sender uses (padding and retransmissions go on the RTX
+    // one) are described with the one CNAME.
+    let sdes_ssrcs = [config.wire.media_ssrc, config.wire.rtx_ssrc];
     // RFC 4588 §4: the RTX stream has its own sequence numbers (RFC 3550 §5.1
     // asks for a random start; like the media stream's, ours start at 0).
     let mut rtx_seq: u16 = 0;
@@ -396,7 +399,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 st.payload_sent as u32,
                 &[],
                 &mut sr_buf,
-            );
+            )
+            // RFC 3550 §6.1: the compound carries the sender's CNAME.
+            .and_then(|_| wire::encode_sdes_cname(&sdes_ssrcs, wire::DEFAULT_CNAME, &mut sr_buf));
             if built.is_ok() {
                 match sock.try_send_to(&sr_buf, config.to) {
                     Ok(_) => stats.sender_reports += 1,

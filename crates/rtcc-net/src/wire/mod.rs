@@ -36,8 +36,8 @@ mod fuzz_tests;
 
 pub use ccfb::{CcfbBlock, CcfbMetric, CcfbPacket};
 pub use feedback::{
-    decode_rtcp, encode_receiver_report, encode_sender_report, FeedbackDecoder, FeedbackEncoder,
-    ReceptionStats, RtcpMessages,
+    check_cname, decode_rtcp, encode_receiver_report, encode_sdes_cname, encode_sender_report,
+    FeedbackDecoder, FeedbackEncoder, ReceptionStats, RtcpMessages, DEFAULT_CNAME,
 };
 pub use media::{
     decode_media, encode_media, encode_padding, encode_rtx, rtp_timestamp, FrameInfoExt, RtpMedia,
@@ -161,7 +161,7 @@ impl WireConfig {
             return Err(WireError::BadConfig("extension ids must differ"));
         }
         if self.max_rtcp_datagram < feedback::MIN_RTCP_DATAGRAM {
-            return Err(WireError::BadConfig("max_rtcp_datagram below 64 bytes"));
+            return Err(WireError::BadConfig("max_rtcp_datagram below 160 bytes"));
         }
         Ok(())
     }
