@@ -13,6 +13,7 @@ pub mod clock;
 pub mod emulate;
 pub mod h264;
 pub mod options;
+pub mod plain;
 pub mod recv;
 pub mod reports;
 pub mod sdp;

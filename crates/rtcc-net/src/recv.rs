@@ -43,6 +43,7 @@ use rtcc_sim::output::{self, TimeseriesRow};
 use serde_json::{json, Value};
 
 use crate::clock::Clock;
+use crate::plain::{self, PlainFrames, PlainOutcome};
 use crate::reports::{ReceptionStatistics, REPORT_INTERVAL};
 use crate::wire::{self, FeedbackEncoder, SeqUnwrapper, Unwrapper, WireConfig};
 use crate::NetError;
@@ -123,10 +124,21 @@ pub struct RecvStats {
     /// Sender changes: another address took over the stream after the
     /// sender fell silent (RFC 3550 §8.2).
     pub peer_changes: u64,
-    /// Media without the transport-wide sequence number, frame-info or
-    /// capture-time extension, and padding without the transport-wide
-    /// sequence number (dropped: the session needs them).
+    /// Media or padding without the transport-wide sequence number, and
+    /// media with only one of rtcc's frame-info and capture-time extensions
+    /// (dropped: the session needs them).
     pub missing_extension: u64,
+    /// Media without rtcc's frame-info and capture-time extensions (a
+    /// standard sender), framed by RTP timestamp and marker bit
+    /// (`crate::plain`); in `media_packets` too.
+    pub plain_packets: u64,
+    /// Media of a standard sender whose payload is not RFC 6184 H.264
+    /// (dropped).
+    pub not_h264: u64,
+    /// Media of a standard sender that could not be placed in a frame: its
+    /// frame is older than the frames remembered, or it comes before its
+    /// frame's first packet (dropped).
+    pub unplaceable: u64,
     /// Duplicate media or padding packets (same transport sequence number).
     pub duplicates: u64,
     /// Packets that arrived with a lower sequence number than an earlier one.
@@ -172,6 +184,8 @@ struct Stream {
     last_heard: Instant,
     /// After a dropped jump: the transport sequence number that would confirm it.
     probation: Option<u64>,
+    /// Frames of a standard sender (no rtcc extensions).
+    plain: PlainFrames,
     /// RFC 3550 reception statistics for receiver reports (media SSRC only).
     reception: ReceptionStatistics,
     /// Unwraps the media stream's RTP sequence numbers for the reception statistics.
@@ -409,12 +423,16 @@ fn on_datagram(
         // (payload type, done by the parser; the transport-wide sequence
         // number, frame-info and capture-time extensions): one stray or
         // random datagram must not take the stream.
+        // A standard sender (no rtcc extensions) must send an RFC 6184
+        // payload.
         let mut probe = Unwrapper::new();
-        let valid = rtp.transport_seq.is_some()
-            && rtp
+        let framed = match (rtp.frame_info, rtp.capture_ntp) {
+            (None, None) => plain::is_rfc6184(rtp.payload),
+            _ => rtp
                 .packet_meta(&mut probe, |ntp| clock.instant_of_ntp(ntp))
-                .is_some();
-        if !valid {
+                .is_some(),
+        };
+        if rtp.transport_seq.is_none() || !framed {
             stats.missing_extension += 1;
             return false;
         }
@@ -435,6 +453,7 @@ fn on_datagram(
         rtx_first: None,
         rtx_padding: 0,
         candidate: None,
+        plain: PlainFrames::new(),
     });
     // The RTX stream is locked onto by its first packet that passes every
     // check below (in WebRTC the SDP's ssrc-group:FID names it).
@@ -473,9 +492,33 @@ fn on_datagram(
     // Confirmation needs the very next packet: one of the old stream in
     // between means the jump was a stray.
     s.probation = None;
-    let Some(meta) = rtp.packet_meta(&mut s.frames, |ntp| clock.instant_of_ntp(ntp)) else {
-        stats.missing_extension += 1;
-        return false;
+    let meta = if rtp.frame_info.is_none() && rtp.capture_ntp.is_none() {
+        // A standard sender: frames from the RTP timestamp and marker bit;
+        // a retransmission carries the original's (RFC 4588 §4).
+        let sequence = rtp.original_seq.unwrap_or(rtp.sequence);
+        match s
+            .plain
+            .on_packet(now, sequence, rtp.timestamp, rtp.marker, rtp.payload)
+        {
+            Ok(m) => {
+                stats.plain_packets += 1;
+                m
+            }
+            Err(PlainOutcome::NotH264) => {
+                stats.not_h264 += 1;
+                return false;
+            }
+            Err(PlainOutcome::TooOld | PlainOutcome::BeforeFrameStart) => {
+                stats.unplaceable += 1;
+                return false;
+            }
+        }
+    } else {
+        let Some(meta) = rtp.packet_meta(&mut s.frames, |ntp| clock.instant_of_ntp(ntp)) else {
+            stats.missing_extension += 1;
+            return false;
+        };
+        meta
     };
     let seq = s.seqs.unwrap(u64::from(tseq));
     if s.highest_seq.is_none() {
@@ -831,6 +874,83 @@ mod tests {
                 &mut self.stats,
             )
         }
+    }
+
+    /// An RTP packet as a standard sender (GStreamer's `rtph264pay` with the
+    /// transport-wide CC extension at id 1, RFC 8285 one-byte form) sends it:
+    /// no abs-capture-time, no frame-info.
+    fn plain_rtp(seq: u16, ts: u32, marker: bool, tseq: u16, payload: &[u8]) -> Vec<u8> {
+        let mut d = vec![0x90, (u8::from(marker) << 7) | 96];
+        d.extend_from_slice(&seq.to_be_bytes());
+        d.extend_from_slice(&ts.to_be_bytes());
+        d.extend_from_slice(&0x1234_5678u32.to_be_bytes());
+        d.extend_from_slice(&[0xBE, 0xDE, 0, 1, 0x11]);
+        d.extend_from_slice(&tseq.to_be_bytes());
+        d.push(0);
+        d.extend_from_slice(payload);
+        d
+    }
+
+    #[test]
+    fn a_standard_sender_is_framed_by_timestamp_and_marker() {
+        let mut rx = Rx::new();
+        let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let at = Instant::from_millis;
+        // Frame 0: STAP-A (SPS, PPS) then an IDR in two FU-A fragments.
+        let stap = [0x78, 0, 2, 0x67, 0x42, 0, 2, 0x68, 0xCE];
+        assert!(rx.raw(&plain_rtp(100, 9_000, false, 0, &stap), from, at(10)));
+        assert!(rx.raw(
+            &plain_rtp(101, 9_000, false, 1, &[0x7C, 0x85, 1]),
+            from,
+            at(11)
+        ));
+        assert!(rx.raw(
+            &plain_rtp(102, 9_000, true, 2, &[0x7C, 0x45, 2]),
+            from,
+            at(12)
+        ));
+        // Frame 1 (one slice), 3000 ticks = 33.3 ms later, arriving 40 ms later.
+        assert!(rx.raw(&plain_rtp(103, 12_000, true, 3, &[0x41, 3]), from, at(50)));
+        // Frame 2 lost; frame 3 breaks the chain, frame 4 too.
+        assert!(rx.raw(&plain_rtp(105, 18_000, true, 5, &[0x41, 5]), from, at(110)));
+        // A payload that is not RFC 6184 is dropped and counted.
+        assert!(!rx.raw(&plain_rtp(106, 21_000, true, 6, &[0x1E, 0]), from, at(120)));
+        assert_eq!(rx.stats.not_h264, 1);
+        // A key frame restarts it.
+        assert!(rx.raw(&plain_rtp(107, 24_000, true, 7, &[0x65, 7]), from, at(150)));
+        assert_eq!(rx.stats.plain_packets, 6);
+        assert_eq!(rx.stats.media_packets, 6);
+        rx.session.on_timeout(at(2_000));
+        let mut frames = Vec::new();
+        while let Some(f) = rx.session.poll_frame() {
+            frames.push(f);
+        }
+        let shown: Vec<(u64, bool)> = frames
+            .iter()
+            .map(|f| (f.frame_id, f.displayed.is_some()))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![(0, true), (1, true), (3, false), (5, true)],
+            "{frames:?}"
+        );
+        assert_eq!(frames[0].frame_type, FrameType::Key);
+        // Frame delay is relative to the first packet's: frame 0 completed 2
+        // ms after it, frame 1 40 ms after its media time of 33.3 ms.
+        assert_eq!(frames[0].delay(), Some(Duration::from_millis(2)));
+        let d1 = frames[1].delay().unwrap();
+        assert!(
+            d1 > Duration::from_millis(6) && d1 < Duration::from_millis(7),
+            "{d1:?}"
+        );
+        // Without the transport-wide sequence number nothing locks.
+        let mut rx = Rx::new();
+        let mut d = plain_rtp(1, 0, true, 0, &[0x65, 1]);
+        d[0] = 0x80;
+        d.drain(12..20);
+        assert!(!rx.raw(&d, from, at(1)));
+        assert_eq!(rx.stats.missing_extension, 1);
+        assert!(rx.stream.is_none());
     }
 
     #[test]

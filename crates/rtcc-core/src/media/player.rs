@@ -359,6 +359,11 @@ impl Player {
             slot.seen = true;
             slot.frame_type = meta.frame_type;
             slot.capture_time = meta.capture_time;
+        } else if meta.frame_type == FrameType::Key {
+            // A receiver that learns the type from the payload (a standard
+            // RTP sender, rtcc_net::plain) may first see a packet that does
+            // not tell (an SEI before the IDR slice).
+            slot.frame_type = FrameType::Key;
         }
         if slot.received.len() <= word {
             slot.received.resize(word + 1, 0);
