@@ -76,22 +76,26 @@ bench: develop
 bench-ns3:
 	bash bench/ns3/compare.sh
 
-# ffmpeg, for the H.264 decode test (crates/rtcc-net/tests/h264_decode.rs,
-# which skips without it). Best effort: never fails the build, says why not.
+# ffmpeg, for the H.264 decode test (crates/rtcc-net/tests/h264_decode.rs),
+# and GStreamer, for the interop test (tests/python/test_interop.py); both
+# skip without them. Best effort: never fails the build, says why not.
 media-tools:
-	@if command -v ffmpeg >/dev/null 2>&1; then \
-	  echo "media-tools: ffmpeg already installed ($$(command -v ffmpeg))"; \
+	@if command -v ffmpeg >/dev/null 2>&1 && command -v gst-launch-1.0 >/dev/null 2>&1 && \
+	    gst-inspect-1.0 --exists x264enc && gst-inspect-1.0 --exists rtpbin; then \
+	  echo "media-tools: ffmpeg and GStreamer already installed"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "media-tools: apt-get not found; install ffmpeg with your package manager"; \
+	  echo "media-tools: apt-get not found; install ffmpeg and GStreamer with your package manager"; \
 	else \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
 	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	  else echo "media-tools: not root and no sudo; cannot install ffmpeg"; exit 0; fi; \
+	  else echo "media-tools: not root and no sudo; cannot install ffmpeg and GStreamer"; exit 0; fi; \
 	  if $$SUDO apt-get update -qq && \
-	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends ffmpeg; then \
-	    echo "media-tools: installed $$(command -v ffmpeg)"; \
+	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends \
+	       ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
+	       gstreamer1.0-plugins-ugly; then \
+	    echo "media-tools: installed ffmpeg and GStreamer"; \
 	  else \
-	    echo "media-tools: apt-get install ffmpeg failed; the decode test will skip"; \
+	    echo "media-tools: apt-get install failed; the decode and interop tests will skip"; \
 	  fi; \
 	fi
 

@@ -77,5 +77,6 @@ def recv(
     feedback: str | None = None,
     recovery: str | None = None,
     peer: str | None = None,
+    rtcp: str | None = None,
 ) -> str:
     """Receive video on `listen`, send feedback; the run's summary.json as JSON."""

@@ -131,6 +131,7 @@ def recv(
     feedback: str = "twcc",
     recovery: str | None = None,
     peer: str | None = None,
+    rtcp: str | None = None,
 ) -> dict[str, Any]:
     """Receive video on ``listen`` (``host:port``), send feedback, play it out.
 
@@ -148,6 +149,10 @@ def recv(
         peer: Accept media from this ``host:port`` only; ``None``: the first
             valid sender (another address takes over only after it falls
             silent, docs/net.md).
+        rtcp: The sender's RTCP ``host:port`` when it does not multiplex RTCP
+            on its RTP port (RFC 5761): reports and feedback go there, and RTCP
+            is accepted from that host; ``None``: RTCP shares the media's
+            addresses.
 
     Returns:
         The run's ``summary.json`` as a dict.
@@ -162,6 +167,7 @@ def recv(
         feedback=feedback,
         recovery=recovery,
         peer=peer,
+        rtcp=rtcp,
     )
     result: dict[str, Any] = json.loads(text)
     return result

@@ -323,6 +323,12 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="HOST:PORT",
         help="accept media from this sender address only (default: the first valid sender)",
     )
+    recv.add_argument(
+        "--rtcp",
+        metavar="HOST:PORT",
+        help="the sender's RTCP address when it does not multiplex RTCP on its RTP port "
+        "(RFC 5761): feedback and reports go there, RTCP is accepted from that host",
+    )
     recv.set_defaults(func=_cmd_recv)
 
     emu = commands.add_parser(
@@ -474,6 +480,7 @@ def _cmd_recv(args: argparse.Namespace) -> int:
         feedback=args.feedback,
         recovery=args.recovery,
         peer=args.peer,
+        rtcp=args.rtcp,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_summary(console, summary)

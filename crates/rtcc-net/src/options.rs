@@ -72,6 +72,9 @@ pub struct RecvOptions {
     pub recovery: Option<String>,
     /// `--peer HOST:PORT`: accept media from this address only.
     pub peer: Option<String>,
+    /// `--rtcp HOST:PORT`: the sender's RTCP address, when it does not
+    /// multiplex RTCP on its RTP port (RFC 5761).
+    pub rtcp: Option<String>,
 }
 
 /// `host:port`, preferring IPv4 when a name resolves to both (the endpoints
@@ -238,6 +241,11 @@ impl RecvOptions {
                 .peer
                 .as_deref()
                 .map(|p| parse_addr("--peer", p))
+                .transpose()?,
+            rtcp: self
+                .rtcp
+                .as_deref()
+                .map(|p| parse_addr("--rtcp", p))
                 .transpose()?,
         })
     }

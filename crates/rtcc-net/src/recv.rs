@@ -88,6 +88,18 @@ pub struct RecvConfig {
     /// Accept media (and sender reports) from this address only; `None`:
     /// the first valid sender, with the takeover rule of `takes_over`.
     pub peer: Option<SocketAddr>,
+    /// The sender's RTCP address when it does not multiplex RTCP on its RTP
+    /// port (RFC 5761 §4): feedback and reports go there, and RTCP is
+    /// accepted from that host (a stock sender's RTCP leaves from a port of
+    /// its own). `None`: RTCP goes to, and comes from, the media's address.
+    pub rtcp: Option<SocketAddr>,
+}
+
+/// Whom `on_datagram` hears: the `--peer` pin and the `--rtcp` address.
+#[derive(Debug, Clone, Copy, Default)]
+struct Addrs {
+    pinned: Option<SocketAddr>,
+    rtcp: Option<SocketAddr>,
 }
 
 /// Counters of a receiver run.
@@ -265,7 +277,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.nacks_sent += 1;
             }
             for d in &rtcp_out {
-                match sock.try_send_to(d, s.peer) {
+                match sock.try_send_to(d, config.rtcp.unwrap_or(s.peer)) {
                     Ok(_) => stats.feedback_datagrams += 1,
                     Err(_) => stats.send_errors += 1,
                 }
@@ -289,7 +301,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                         )
                     });
                     if built.is_ok() {
-                        match sock.try_send_to(&rr_buf, s.peer) {
+                        match sock.try_send_to(&rr_buf, config.rtcp.unwrap_or(s.peer)) {
                             Ok(_) => stats.receiver_reports += 1,
                             Err(_) => stats.send_errors += 1,
                         }
@@ -333,7 +345,8 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.datagrams += 1;
                 let now = clock.now();
                 let datagram = rx_buf.get(..n).unwrap_or_default();
-                if on_datagram(datagram, from, config.peer, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
+                let addrs = Addrs { pinned: config.peer, rtcp: config.rtcp };
+                if on_datagram(datagram, from, addrs, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
                     first_media.get_or_insert(now);
                 }
             }
@@ -374,7 +387,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
 fn on_datagram(
     datagram: &[u8],
     from: SocketAddr,
-    pinned: Option<SocketAddr>,
+    addrs: Addrs,
     now: Instant,
     cfg: &WireConfig,
     clock: &Clock,
@@ -382,12 +395,15 @@ fn on_datagram(
     session: &mut ReceiverSession,
     stats: &mut RecvStats,
 ) -> bool {
-    if pinned.is_some_and(|p| p != from) {
+    let is_rtcp = wire::is_rtcp(datagram);
+    // `--rtcp`: the sender's RTCP comes from its host, from a port of its own.
+    let rtcp_host = is_rtcp && addrs.rtcp.is_some_and(|r| r.ip() == from.ip());
+    if addrs.pinned.is_some_and(|p| p != from) && !rtcp_host {
         // `--peer`: anyone else is a stranger, whatever it sends.
         stats.unexpected_source += 1;
         return false;
     }
-    if wire::is_rtcp(datagram) {
+    if is_rtcp {
         // Sender reports of the stream we follow feed the receiver reports'
         // LSR/DLSR; any other RTCP is not for a receiver.
         let sr = wire::decode_rtcp(datagram).ok().and_then(|m| {
@@ -398,7 +414,7 @@ fn on_datagram(
                 .map(|sr| sr.ntp_time)
         });
         match (sr, stream.as_mut()) {
-            (Some(ntp), Some(s)) if from == s.peer => {
+            (Some(ntp), Some(s)) if from == s.peer || rtcp_host => {
                 s.reception.on_sender_report(now, ntp);
                 stats.sender_reports += 1;
             }
@@ -779,6 +795,7 @@ mod tests {
 
     struct Rx {
         pinned: Option<SocketAddr>,
+        rtcp: Option<SocketAddr>,
         cfg: WireConfig,
         clock: Clock,
         stream: Option<Stream>,
@@ -796,6 +813,7 @@ mod tests {
             };
             Rx {
                 pinned: None,
+                rtcp: None,
                 cfg: WireConfig::default(),
                 clock,
                 stream: None,
@@ -865,7 +883,10 @@ mod tests {
             on_datagram(
                 d,
                 from,
-                self.pinned,
+                Addrs {
+                    pinned: self.pinned,
+                    rtcp: self.rtcp,
+                },
                 now,
                 &self.cfg,
                 &self.clock,
@@ -954,6 +975,43 @@ mod tests {
     }
 
     #[test]
+    fn with_a_separate_rtcp_address_reports_come_from_its_host() {
+        // RFC 5761 non-muxed: the sender's SR leaves from its own RTCP port.
+        let sr = |rx: &Rx| {
+            let mut d = Vec::new();
+            wire::encode_sender_report(rx.cfg.media_ssrc, 1 << 32, 0, 1, 1, &[], &mut d).unwrap();
+            wire::encode_sdes_cname(&[rx.cfg.media_ssrc], "gst", &mut d).unwrap();
+            d
+        };
+        let at = Instant::from_millis(5);
+        let media: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let rtcp_out: SocketAddr = "127.0.0.1:40001".parse().unwrap();
+        let stranger: SocketAddr = "127.0.0.2:40001".parse().unwrap();
+        for (rtcp, pinned) in [
+            (None, None),
+            (Some("127.0.0.1:5001"), None),
+            (Some("127.0.0.1:5001"), Some(media)),
+        ] {
+            let mut rx = Rx::new();
+            rx.rtcp = rtcp.map(|r| r.parse().unwrap());
+            rx.pinned = pinned;
+            assert!(rx.feed(0, 0));
+            let d = sr(&rx);
+            rx.raw(&d, rtcp_out, at);
+            rx.raw(&d, stranger, at);
+            let heard = u64::from(rtcp.is_some());
+            assert_eq!(rx.stats.sender_reports, heard, "{rtcp:?} {pinned:?}");
+            let stranger_counted = rx.stats.rtcp_dropped + rx.stats.unexpected_source;
+            assert_eq!(
+                stranger_counted,
+                2 - heard,
+                "{rtcp:?} {pinned:?}: {:?}",
+                rx.stats
+            );
+        }
+    }
+
+    #[test]
     fn retransmissions_reach_the_session_with_their_original_number() {
         let mut rx = Rx::new();
         let rtx_ssrc = WireConfig::default().rtx_ssrc;
@@ -1012,7 +1070,10 @@ mod tests {
             let media = on_datagram(
                 &d,
                 from,
-                self.pinned,
+                Addrs {
+                    pinned: self.pinned,
+                    rtcp: self.rtcp,
+                },
                 Instant::from_millis(ms + 1),
                 &self.cfg,
                 &self.clock,

@@ -42,6 +42,7 @@ fn receiver(listen: SocketAddr, secs: u64, out: Option<std::path::PathBuf>) -> R
         idle_timeout: None,
         out_dir: out,
         peer: None,
+        rtcp: None,
     }
 }
 

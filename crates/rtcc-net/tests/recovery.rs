@@ -93,6 +93,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         idle_timeout: None,
         out_dir: Some(dir.clone()),
         peer: None,
+        rtcp: None,
     };
     let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
     thread::sleep(std::time::Duration::from_millis(300));

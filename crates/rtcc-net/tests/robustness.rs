@@ -68,6 +68,7 @@ fn receiver(listen: SocketAddr, millis: Option<u64>) -> RecvConfig {
         idle_timeout: None,
         out_dir: None,
         peer: None,
+        rtcp: None,
     }
 }
 

@@ -205,6 +205,7 @@ pub(crate) fn send(
     feedback = None,
     recovery = None,
     peer = None,
+    rtcp = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recv(
@@ -218,6 +219,7 @@ pub(crate) fn recv(
     feedback: Option<String>,
     recovery: Option<String>,
     peer: Option<String>,
+    rtcp: Option<String>,
 ) -> PyResult<String> {
     let opts = RecvOptions {
         listen,
@@ -229,6 +231,7 @@ pub(crate) fn recv(
         feedback,
         recovery,
         peer,
+        rtcp,
     };
     let config = opts
         .build()

@@ -1,0 +1,127 @@
+"""The real transport against an independent RTP stack: GStreamer.
+
+A stock GStreamer sender (``videotestsrc ! x264enc ! rtph264pay`` with the
+transport-wide CC extension, RTCP through ``rtpbin`` on a port of its own,
+RFC 5761 non-muxed) streams into ``rtcc recv --rtcp``:
+
+- every frame is displayed, framed from the RTP timestamp and marker bit
+  (``crates/rtcc-net/src/plain.rs``);
+- GStreamer's RTCP session parses every compound rtcc sends (RR + SDES CNAME
+  first, then transport-wide CC feedback), read from its ``rtpsession`` debug
+  log, with no warning about them;
+- rtcc accepts GStreamer's sender reports from its RTCP port.
+
+Skipped, with the reason, when GStreamer or one of its elements is not
+installed (``make media-tools`` installs them from Debian's packages).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+RTCC = [sys.executable, "-m", "rtcc"]
+TWCC_URI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
+ELEMENTS = ("videotestsrc", "x264enc", "rtph264pay", "rtpbin", "udpsink", "udpsrc")
+FRAMES = 150
+
+
+def _missing() -> str | None:
+    """Why the GStreamer tests cannot run here, or None."""
+    if shutil.which("gst-launch-1.0") is None or shutil.which("gst-inspect-1.0") is None:
+        return "GStreamer is not installed (make media-tools installs it)"
+    for element in ELEMENTS:
+        found = subprocess.run(
+            ["gst-inspect-1.0", "--exists", element], capture_output=True, check=False
+        )
+        if found.returncode != 0:
+            return f"GStreamer element {element} is missing (make media-tools installs it)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def free_udp_port() -> int:
+    """A UDP port free on loopback now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_gstreamer_sender_into_rtcc_recv(tmp_path: Path) -> None:
+    rtp_port, gst_rtcp_port = free_udp_port(), free_udp_port()
+    out = tmp_path / "recv"
+    recv = subprocess.Popen(
+        [
+            *RTCC,
+            "recv",
+            "--listen",
+            f"127.0.0.1:{rtp_port}",
+            "--rtcp",
+            f"127.0.0.1:{gst_rtcp_port}",
+            "--out",
+            str(out),
+            "--duration",
+            "9s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    pipeline = (
+        f"rtpbin name=rb videotestsrc num-buffers={FRAMES} is-live=true "
+        "! video/x-raw,width=320,height=240,framerate=30/1 "
+        "! x264enc tune=zerolatency key-int-max=30 bitrate=500 "
+        "! rtph264pay config-interval=1 "
+        f"! application/x-rtp,extmap-1=(string){TWCC_URI} ! rb.send_rtp_sink_0 "
+        f"rb.send_rtp_src_0 ! udpsink host=127.0.0.1 port={rtp_port} "
+        f"rb.send_rtcp_src_0 ! udpsink host=127.0.0.1 port={rtp_port} sync=false async=false "
+        f"udpsrc port={gst_rtcp_port} ! rb.recv_rtcp_sink_0"
+    )
+    env = {**os.environ, "GST_DEBUG": "rtpsession:6", "GST_DEBUG_NO_COLOR": "1"}
+    gst = subprocess.run(
+        ["gst-launch-1.0", "-q", *pipeline.split()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert gst.returncode == 0, gst.stderr[-2000:]
+    _, r_err = recv.communicate(timeout=60)
+    assert recv.returncode == 0, r_err
+    summary = json.loads((out / "summary.json").read_text())
+    flow, transport = summary["flows"][0], summary["transport"]
+    assert flow["frames_displayed"] == FRAMES, flow
+    assert flow["frames_dropped"] == 0, flow
+    assert transport["plain_packets"] == transport["media_packets"] > FRAMES, transport
+    assert transport["missing_extension"] == 0, transport
+    assert transport["sender_reports"] >= 1, transport
+    assert transport["rtcp_dropped"] == 0, transport
+    # GStreamer's side: every compound rtcc sent while the pipeline ran was
+    # taken in and parsed (RR, SDES, TWCC), and none was refused.
+    log = gst.stderr
+    received = len(re.findall(r"gst_rtp_session_chain_recv_rtcp", log))
+    reports = len(re.findall(r"rtp_session_process_rr:", log))
+    twcc = len(re.findall(r"rtp_session_process_twcc:", log)) // 2
+    sent = transport["feedback_datagrams"] + transport["receiver_reports"]
+    assert received >= 0.9 * sent, (received, sent)
+    assert reports == received, (reports, received)
+    assert twcc >= 0.9 * transport["feedback_datagrams"], (twcc, transport)
+    refused = [
+        line
+        for line in log.splitlines()
+        if re.search(r"invalid|dropping|error", line, re.IGNORECASE) and "rtcp" in line.lower()
+    ]
+    assert refused == [], refused[:5]
