@@ -625,6 +625,7 @@ fn loopback_recv(seconds: f64) -> Result<Value, String> {
         idle_timeout: Some(Duration::from_millis(300)),
         out_dir: None,
         peer: None,
+        rtcp: None,
     };
     let rx = thread::spawn(move || {
         rtcc_net::recv::run_blocking(config, Arc::new(AtomicBool::new(false)))

@@ -1,27 +1,38 @@
 //! SDP (RFC 8866) for a stock receiver of our H.264 RTP stream
-//! (`ffmpeg -i stream.sdp`, GStreamer's `sdpdemux`).
+//! (`ffmpeg -i stream.sdp`, GStreamer's `sdpdemux`), written with the
+//! webrtc-rs `sdp` crate (its `SessionDescription::marshal` gives the CRLF
+//! lines of RFC 8866 §5).
 //!
-//! One video media section with the RFC 6184 §8.1 parameters: the payload
-//! type mapped to `H264/90000` (RFC 6184 §8.2.1, the 90 kHz RTP clock),
-//! `packetization-mode=1` (non-interleaved, what [`crate::h264::payload`]
-//! sends), `profile-level-id` (the three bytes after the SPS NAL header:
-//! `profile_idc`, the constraint flags and `level_idc`, §8.1) and
-//! `sprop-parameter-sets` (the SPS and PPS NAL units, base64, comma-separated,
-//! §8.1) so the receiver can decode from the first IDR without in-band
-//! parameter sets. Lines end in CRLF (RFC 8866 §5).
-//!
-//! With loss recovery on, the section also lists the RFC 4588 retransmission
-//! payload type (§8.6: `a=rtpmap:<pt> rtx/90000`, `a=fmtp:<pt> apt=<media pt>`),
-//! `a=rtcp-fb:<media pt> nack` (RFC 4585 §4.2, generic NACK), and ties the RTX
-//! SSRC to the media SSRC with `a=ssrc-group:FID` (RFC 5576 §4.2, the
-//! flow-identification semantics RFC 4588 §8.7 uses for SSRC multiplexing),
-//! each SSRC with its `cname` (RFC 5576 §4.1, §6.1).
+//! One video media section, `RTP/AVPF` (RFC 4585 §4: the profile that
+//! allows the `a=rtcp-fb` lines), with:
+//! - the RFC 6184 §8.1 parameters: the payload type mapped to `H264/90000`
+//!   (§8.2.1, the 90 kHz RTP clock), `packetization-mode=1` (non-interleaved,
+//!   what [`crate::h264::payload`] sends), `profile-level-id` (the three
+//!   bytes after the SPS NAL header: `profile_idc`, the constraint flags and
+//!   `level_idc`) and `sprop-parameter-sets` (the SPS and PPS NAL units,
+//!   base64, comma-separated) so the receiver can decode from the first IDR
+//!   without in-band parameter sets;
+//! - the feedback the sender acts on (RFC 4585 §4.2): `transport-cc`
+//!   (draft-holmer-rmcat-transport-wide-cc-extensions-01 §4), `nack pli`
+//!   (RFC 4585 §6.3.1), and `nack` when loss recovery is on;
+//! - the three header extensions it sends (RFC 8285 §5 `a=extmap`): the
+//!   transport-wide sequence number, abs-capture-time and rtcc's frame info;
+//! - `a=rtcp-mux` (RFC 5761 §5.1.1): RTCP shares the RTP port;
+//! - the media SSRC with its CNAME (RFC 5576 §4.1, the CNAME the SDES of
+//!   rtcc's sender reports carries), and, with loss recovery on, the RFC 4588
+//!   retransmission payload type (§8.6: `a=rtpmap:<pt> rtx/90000`,
+//!   `a=fmtp:<pt> apt=<media pt>`) with its SSRC tied to the media SSRC by
+//!   `a=ssrc-group:FID` (RFC 5576 §4.2, the flow-identification semantics
+//!   RFC 4588 §8.7 uses for SSRC multiplexing). Without recovery no RTX is
+//!   offered, and the sender's probe padding goes on the media SSRC.
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use sdp::description::common::{Address, Attribute, ConnectionInformation};
+use sdp::description::media::{MediaDescription, MediaName, RangedPort};
+use sdp::description::session::{Origin, SessionDescription, TimeDescription, Timing};
 
 use crate::h264::{nal_type, nal_unit_type};
 
@@ -35,7 +46,7 @@ const DYNAMIC_PT_MAX: u8 = 127;
 pub struct H264Sdp<'a> {
     /// Address the receiver listens on (`c=` line; also the `o=` origin).
     pub addr: IpAddr,
-    /// UDP port of the RTP stream (`m=` line); RTCP is on `port + 1` (RFC 3550 §11).
+    /// UDP port of the RTP stream (`m=` line); RTCP shares it (`a=rtcp-mux`).
     pub port: u16,
     /// Dynamic RTP payload type, 96–127.
     pub payload_type: u8,
@@ -45,7 +56,19 @@ pub struct H264Sdp<'a> {
     pub pps: &'a [u8],
     /// The retransmission stream, when loss recovery is on.
     pub rtx: Option<RtxSdp>,
+    /// SSRC of the media stream.
+    pub media_ssrc: u32,
+    /// RFC 8285 one-byte extension ids: transport-wide sequence number,
+    /// abs-capture-time, frame info.
+    pub extension_ids: [u8; 3],
 }
+
+/// URIs of the header extensions, in the order of [`H264Sdp::extension_ids`].
+pub const EXTENSION_URIS: [&str; 3] = [
+    "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
+    "http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time",
+    "urn:rtcc:frame-info",
+];
 
 /// The RFC 4588 retransmission stream of an [`H264Sdp`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,45 +150,99 @@ impl H264Sdp<'_> {
             IpAddr::V4(_) => "IP4",
             IpAddr::V6(_) => "IP6",
         };
-        let mut s = String::new();
-        // Writing to a String cannot fail; the results are ignored.
-        let _ = write!(s, "v=0\r\n");
-        let _ = write!(s, "o=- 0 0 IN {ip} {}\r\n", self.addr);
-        let _ = write!(s, "s=rtcc\r\n");
-        let _ = write!(s, "c=IN {ip} {}\r\n", self.addr);
-        let _ = write!(s, "t=0 0\r\n");
-        match &self.rtx {
-            None => {
-                let _ = write!(s, "m=video {} RTP/AVP {pt}\r\n", self.port);
-            }
-            Some(r) => {
-                let _ = write!(
-                    s,
-                    "m=video {} RTP/AVP {pt} {}\r\n",
-                    self.port, r.payload_type
-                );
-            }
+        let attr = |key: &str, value: String| Attribute {
+            key: key.to_owned(),
+            value: Some(value),
+        };
+        let mut attributes = vec![
+            attr("rtpmap", format!("{pt} H264/90000")),
+            attr(
+                "fmtp",
+                format!(
+                    "{pt} packetization-mode=1;profile-level-id={:02x}{:02x}{:02x};sprop-parameter-sets={},{}",
+                    profile_level[0],
+                    profile_level[1],
+                    profile_level[2],
+                    BASE64.encode(self.sps),
+                    BASE64.encode(self.pps),
+                ),
+            ),
+            attr("rtcp-fb", format!("{pt} transport-cc")),
+            attr("rtcp-fb", format!("{pt} nack pli")),
+        ];
+        if self.rtx.is_some() {
+            attributes.push(attr("rtcp-fb", format!("{pt} nack")));
         }
-        let _ = write!(s, "a=rtpmap:{pt} H264/90000\r\n");
-        let _ = write!(
-            s,
-            "a=fmtp:{pt} packetization-mode=1;profile-level-id={:02x}{:02x}{:02x};sprop-parameter-sets={},{}\r\n",
-            profile_level[0],
-            profile_level[1],
-            profile_level[2],
-            BASE64.encode(self.sps),
-            BASE64.encode(self.pps),
-        );
+        for (id, uri) in self.extension_ids.iter().zip(EXTENSION_URIS) {
+            attributes.push(attr("extmap", format!("{id} {uri}")));
+        }
+        attributes.push(Attribute {
+            key: "rtcp-mux".into(),
+            value: None,
+        });
+        let mut formats = vec![pt.to_string()];
         if let Some(r) = &self.rtx {
             let rpt = r.payload_type;
-            let _ = write!(s, "a=rtcp-fb:{pt} nack\r\n");
-            let _ = write!(s, "a=rtpmap:{rpt} rtx/90000\r\n");
-            let _ = write!(s, "a=fmtp:{rpt} apt={pt}\r\n");
-            let _ = write!(s, "a=ssrc-group:FID {} {}\r\n", r.media_ssrc, r.ssrc);
-            let _ = write!(s, "a=ssrc:{} cname:{CNAME}\r\n", r.media_ssrc);
-            let _ = write!(s, "a=ssrc:{} cname:{CNAME}\r\n", r.ssrc);
+            formats.push(rpt.to_string());
+            attributes.push(attr("rtpmap", format!("{rpt} rtx/90000")));
+            attributes.push(attr("fmtp", format!("{rpt} apt={pt}")));
+            attributes.push(attr(
+                "ssrc-group",
+                format!("FID {} {}", self.media_ssrc, r.ssrc),
+            ));
         }
-        let _ = write!(s, "a=recvonly\r\n");
+        attributes.push(attr("ssrc", format!("{} cname:{CNAME}", self.media_ssrc)));
+        if let Some(r) = &self.rtx {
+            attributes.push(attr("ssrc", format!("{} cname:{CNAME}", r.ssrc)));
+        }
+        attributes.push(Attribute {
+            key: "recvonly".into(),
+            value: None,
+        });
+        let connection = ConnectionInformation {
+            network_type: "IN".into(),
+            address_type: ip.into(),
+            address: Some(Address {
+                address: self.addr.to_string(),
+                ttl: None,
+                range: None,
+            }),
+        };
+        let session = SessionDescription {
+            version: 0,
+            origin: Origin {
+                username: "-".into(),
+                session_id: 0,
+                session_version: 0,
+                network_type: "IN".into(),
+                address_type: ip.into(),
+                unicast_address: self.addr.to_string(),
+            },
+            session_name: "rtcc".into(),
+            connection_information: Some(connection),
+            time_descriptions: vec![TimeDescription {
+                timing: Timing {
+                    start_time: 0,
+                    stop_time: 0,
+                },
+                repeat_times: vec![],
+            }],
+            media_descriptions: vec![MediaDescription {
+                media_name: MediaName {
+                    media: "video".into(),
+                    port: RangedPort {
+                        value: isize::try_from(self.port).unwrap_or(isize::MAX),
+                        range: None,
+                    },
+                    protos: vec!["RTP".into(), "AVPF".into()],
+                    formats,
+                },
+                attributes,
+                ..MediaDescription::default()
+            }],
+            ..SessionDescription::default()
+        };
+        let s = session.marshal();
         Ok(s)
     }
 }
@@ -185,22 +262,37 @@ mod tests {
             sps: SPS,
             pps: PPS,
             rtx: None,
+            media_ssrc: 0x5254_4343,
+            extension_ids: [1, 2, 3],
         }
     }
+
+    const HEAD: &str = "v=0\r\n\
+         o=- 0 0 IN IP4 127.0.0.1\r\n\
+         s=rtcc\r\n\
+         c=IN IP4 127.0.0.1\r\n\
+         t=0 0\r\n";
+
+    const CODEC: &str = "a=rtpmap:96 H264/90000\r\n\
+         a=fmtp:96 packetization-mode=1;profile-level-id=42c01e;sprop-parameter-sets=Z0LAHtkA,aM48gA==\r\n\
+         a=rtcp-fb:96 transport-cc\r\n\
+         a=rtcp-fb:96 nack pli\r\n";
+
+    const EXTMAP: &str =
+        "a=extmap:1 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n\
+         a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time\r\n\
+         a=extmap:3 urn:rtcc:frame-info\r\n\
+         a=rtcp-mux\r\n";
 
     #[test]
     fn exact_text() {
         assert_eq!(
             sdp().to_sdp().unwrap(),
-            "v=0\r\n\
-             o=- 0 0 IN IP4 127.0.0.1\r\n\
-             s=rtcc\r\n\
-             c=IN IP4 127.0.0.1\r\n\
-             t=0 0\r\n\
-             m=video 5004 RTP/AVP 96\r\n\
-             a=rtpmap:96 H264/90000\r\n\
-             a=fmtp:96 packetization-mode=1;profile-level-id=42c01e;sprop-parameter-sets=Z0LAHtkA,aM48gA==\r\n\
-             a=recvonly\r\n"
+            format!(
+                "{HEAD}m=video 5004 RTP/AVPF 96\r\n{CODEC}{EXTMAP}\
+                 a=ssrc:1381253955 cname:rtcc\r\n\
+                 a=recvonly\r\n"
+            )
         );
     }
 
@@ -214,21 +306,15 @@ mod tests {
         });
         assert_eq!(
             s.to_sdp().unwrap(),
-            "v=0\r\n\
-             o=- 0 0 IN IP4 127.0.0.1\r\n\
-             s=rtcc\r\n\
-             c=IN IP4 127.0.0.1\r\n\
-             t=0 0\r\n\
-             m=video 5004 RTP/AVP 96 97\r\n\
-             a=rtpmap:96 H264/90000\r\n\
-             a=fmtp:96 packetization-mode=1;profile-level-id=42c01e;sprop-parameter-sets=Z0LAHtkA,aM48gA==\r\n\
-             a=rtcp-fb:96 nack\r\n\
-             a=rtpmap:97 rtx/90000\r\n\
-             a=fmtp:97 apt=96\r\n\
-             a=ssrc-group:FID 1381253955 1381253976\r\n\
-             a=ssrc:1381253955 cname:rtcc\r\n\
-             a=ssrc:1381253976 cname:rtcc\r\n\
-             a=recvonly\r\n"
+            format!(
+                "{HEAD}m=video 5004 RTP/AVPF 96 97\r\n{CODEC}a=rtcp-fb:96 nack\r\n{EXTMAP}\
+                 a=rtpmap:97 rtx/90000\r\n\
+                 a=fmtp:97 apt=96\r\n\
+                 a=ssrc-group:FID 1381253955 1381253976\r\n\
+                 a=ssrc:1381253955 cname:rtcc\r\n\
+                 a=ssrc:1381253976 cname:rtcc\r\n\
+                 a=recvonly\r\n"
+            )
         );
         for bad in [96, 50] {
             s.rtx = Some(RtxSdp {
@@ -238,6 +324,35 @@ mod tests {
             });
             assert_eq!(s.to_sdp(), Err(SdpError::PayloadType(bad)));
         }
+    }
+
+    #[test]
+    fn the_text_parses_back() {
+        // The crate's own RFC 8866 parser reads what we wrote, with the
+        // negotiation a peer needs: AVPF, transport-cc, the extmaps, mux.
+        let mut s = sdp();
+        s.rtx = Some(RtxSdp {
+            payload_type: 97,
+            ssrc: 7,
+            media_ssrc: s.media_ssrc,
+        });
+        let text = s.to_sdp().unwrap();
+        let parsed = SessionDescription::unmarshal(&mut std::io::Cursor::new(text)).unwrap();
+        let m = &parsed.media_descriptions[0];
+        assert_eq!(m.media_name.protos, vec!["RTP", "AVPF"]);
+        assert_eq!(m.media_name.formats, vec!["96", "97"]);
+        assert!(m.has_attribute("rtcp-mux"));
+        let values = |key: &str| -> Vec<String> {
+            m.attributes
+                .iter()
+                .filter(|a| a.key == key)
+                .filter_map(|a| a.value.clone())
+                .collect()
+        };
+        assert!(values("rtcp-fb").contains(&"96 transport-cc".to_owned()));
+        assert_eq!(values("extmap").len(), 3);
+        assert!(values("extmap")[0].starts_with("1 http://www.ietf.org/id/draft-holmer"));
+        assert_eq!(parsed.get_codec_for_payload_type(97).unwrap().name, "rtx");
     }
 
     #[test]

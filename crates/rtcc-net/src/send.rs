@@ -293,7 +293,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             ssrc: config.wire.rtx_ssrc,
             media_ssrc: config.wire.media_ssrc,
         });
-        write_sdp(path, &encoder, config.to, config.wire.payload_type, rtx)?;
+        write_sdp(path, &encoder, config.to, &config.wire, rtx)?;
     }
     // The session charges each packet what it really costs on the wire.
     let packetizer = Packetizer {
@@ -512,7 +512,7 @@ fn write_sdp(
     path: &Path,
     encoder: &NetEncoder,
     to: SocketAddr,
-    payload_type: u8,
+    wire: &WireConfig,
     rtx: Option<RtxSdp>,
 ) -> Result<(), NetError> {
     let NetEncoder::H264(src) = encoder else {
@@ -530,10 +530,16 @@ fn write_sdp(
     let sdp = H264Sdp {
         addr: to.ip(),
         port: to.port(),
-        payload_type,
+        payload_type: wire.payload_type,
         sps,
         pps,
         rtx,
+        media_ssrc: wire.media_ssrc,
+        extension_ids: [
+            wire.transport_seq_id,
+            wire.abs_capture_time_id,
+            wire.frame_info_id,
+        ],
     }
     .to_sdp()
     .map_err(|e| NetError::Config {

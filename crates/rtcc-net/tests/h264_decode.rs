@@ -22,6 +22,7 @@ use rtcc_core::session::sender::{SenderConfig, SenderSession};
 use rtcc_core::{Bitrate, Duration, Instant};
 use rtcc_net::h264::source::{H264FileSource, H264SourceConfig};
 use rtcc_net::sdp::H264Sdp;
+use rtcc_net::wire::WireConfig;
 use webrtc_util::marshal::Marshal as _;
 
 /// RTP clock rate of H.264 (RFC 6184 §8.2.1).
@@ -145,6 +146,8 @@ fn h264_stream_decodes_in_ffmpeg() {
         sps: source.sps().expect("the clip has an SPS"),
         pps: source.pps().expect("the clip has a PPS"),
         rtx: None,
+        media_ssrc: WireConfig::default().media_ssrc,
+        extension_ids: [1, 2, 3],
     }
     .to_sdp()
     .unwrap();
