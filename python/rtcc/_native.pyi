@@ -64,6 +64,7 @@ def send(
     bind: str | None = None,
     feedback_timeout: bool = True,
     recovery: str | None = None,
+    rtcp: str | None = None,
 ) -> str:
     """Send video over RTP/UDP to `to` under congestion control; statistics as JSON."""
 

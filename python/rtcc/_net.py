@@ -71,6 +71,7 @@ def send(
     bind: str | None = None,
     feedback_timeout: bool = True,
     recovery: str | None = None,
+    rtcp: str | None = None,
 ) -> dict[str, Any]:
     """Send video over RTP/UDP to ``to`` (``host:port``) under congestion control.
 
@@ -96,6 +97,9 @@ def send(
         recovery: Loss recovery, ``"none"`` or ``"nack"`` (RTCP NACK and
             RFC 4588 retransmissions); default the scenario flow's, else
             ``"none"``. The receiver must use the same.
+        rtcp: The receiver's RTCP ``host:port`` when it does not multiplex
+            RTCP on its RTP port (RFC 5761): sender reports go there, and RTCP
+            is accepted from that host; ``None``: RTCP shares ``to``.
 
     Returns:
         The sender's statistics.
@@ -115,6 +119,7 @@ def send(
         bind=bind,
         feedback_timeout=feedback_timeout,
         recovery=recovery,
+        rtcp=rtcp,
     )
     result: dict[str, Any] = json.loads(text)
     return result

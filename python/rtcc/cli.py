@@ -276,6 +276,12 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         action="store_true",
         help="do not back off when feedback stops (for a stock receiver such as ffplay)",
     )
+    send.add_argument(
+        "--rtcp",
+        metavar="HOST:PORT",
+        help="the receiver's RTCP address when it does not multiplex RTCP on its RTP port "
+        "(RFC 5761): sender reports go there, RTCP is accepted from that host",
+    )
     send.set_defaults(func=_cmd_send)
 
     recv = commands.add_parser(
@@ -458,6 +464,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         bind=args.bind,
         feedback_timeout=not args.no_feedback_timeout,
         recovery=args.recovery,
+        rtcp=args.rtcp,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_stats(console, "sender", stats)

@@ -1,5 +1,15 @@
 """The real transport against an independent RTP stack: GStreamer.
 
+``rtcc send`` streams an H.264 clip (made by GStreamer's ``x264enc``) into a
+stock GStreamer receiver (``rtpbin`` with the transport-wide CC extension
+from the caps, ``rtph264depay ! avdec_h264``, RTCP on a port of its own):
+
+- every frame is decoded;
+- GStreamer's transport-wide CC feedback reaches rtcc's GCC and raises its
+  target from the 300 kbps start (without feedback it would back off);
+- GStreamer warns about none of rtcc's packets (probe padding goes on the
+  media SSRC when no RTX was offered).
+
 A stock GStreamer sender (``videotestsrc ! x264enc ! rtph264pay`` with the
 transport-wide CC extension, RTCP through ``rtpbin`` on a port of its own,
 RFC 5761 non-muxed) streams into ``rtcc recv --rtcp``:
@@ -21,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +42,16 @@ import pytest
 
 RTCC = [sys.executable, "-m", "rtcc"]
 TWCC_URI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
-ELEMENTS = ("videotestsrc", "x264enc", "rtph264pay", "rtpbin", "udpsink", "udpsrc")
+ELEMENTS = (
+    "videotestsrc",
+    "x264enc",
+    "rtph264pay",
+    "rtph264depay",
+    "avdec_h264",
+    "rtpbin",
+    "udpsink",
+    "udpsrc",
+)
 FRAMES = 150
 
 
@@ -125,3 +145,114 @@ def test_gstreamer_sender_into_rtcc_recv(tmp_path: Path) -> None:
         if re.search(r"invalid|dropping|error", line, re.IGNORECASE) and "rtcp" in line.lower()
     ]
     assert refused == [], refused[:5]
+
+
+def test_rtcc_send_into_a_gstreamer_receiver(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.h264"
+    made = subprocess.run(
+        [
+            "gst-launch-1.0",
+            "-q",
+            *(
+                f"videotestsrc num-buffers={FRAMES} "
+                "! video/x-raw,width=320,height=240,framerate=30/1 "
+                "! x264enc tune=zerolatency key-int-max=30 bitrate=600 "
+                "! video/x-h264,stream-format=byte-stream,profile=baseline "
+                f"! filesink location={clip}"
+            ).split(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    rtp_port, gst_rtcp_port, send_port = free_udp_port(), free_udp_port(), free_udp_port()
+    caps = (
+        "application/x-rtp,media=(string)video,clock-rate=(int)90000,"
+        f"encoding-name=(string)H264,payload=(int)96,extmap-1=(string){TWCC_URI}"
+    )
+    pipeline = [
+        "rtpbin",
+        "name=rb",
+        "udpsrc",
+        f"port={rtp_port}",
+        f"caps={caps}",
+        "!",
+        "rb.recv_rtp_sink_0",
+        "rb.",
+        "!",
+        "rtph264depay",
+        "!",
+        "avdec_h264",
+        "!",
+        "fakesink",
+        "sync=false",
+        "silent=false",
+        "rb.send_rtcp_src_0",
+        "!",
+        "udpsink",
+        "host=127.0.0.1",
+        f"port={send_port}",
+        "sync=false",
+        "async=false",
+        "udpsrc",
+        f"port={gst_rtcp_port}",
+        "!",
+        "rb.recv_rtcp_sink_0",
+    ]
+    env = {**os.environ, "GST_DEBUG": "*:2", "GST_DEBUG_NO_COLOR": "1"}
+    gst = subprocess.Popen(
+        ["gst-launch-1.0", "-e", "-v", *pipeline],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    time.sleep(1.0)
+    out = tmp_path / "send"
+    send = subprocess.run(
+        [
+            *RTCC,
+            "send",
+            "--to",
+            f"127.0.0.1:{rtp_port}",
+            "--bind",
+            f"127.0.0.1:{send_port}",
+            "--rtcp",
+            f"127.0.0.1:{gst_rtcp_port}",
+            "--source",
+            str(clip),
+            "--no-loop",
+            "--duration",
+            "8s",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    time.sleep(0.5)
+    gst.send_signal(signal.SIGINT)
+    g_out, g_err = gst.communicate(timeout=30)
+    assert send.returncode == 0, send.stderr
+    decoded = g_out.count("fakesink0: last-message = chain")
+    assert decoded == FRAMES, (decoded, g_err[-2000:])
+    stats = json.loads((out / "send_summary.json").read_text())
+    transport = stats["transport"]
+    assert transport["feedback_reports"] > 100, transport
+    assert transport["unexpected_source"] == 0, transport
+    assert transport["malformed"] == 0, transport
+    assert transport["receiver_reports"] >= 1, transport
+    # GCC starts at 300 kbps and rises only on feedback (without it, the
+    # RFC 8083 back-off would halve the rate every second).
+    assert stats["final_target_kbps"] > 1000, stats["final_target_kbps"]
+    complaints = [
+        line
+        for line in g_err.splitlines()
+        if re.search(r"\b(WARN|ERROR)\b", line)
+        and re.search(r"rtp|rtcp|jitterbuffer|depay|avdec", line, re.IGNORECASE)
+    ]
+    assert complaints == [], complaints[:5]

@@ -574,6 +574,7 @@ fn loopback_send(seconds: f64) -> Result<Value, String> {
         seed: 1,
         out_dir: None,
         sdp: None,
+        rtcp: None,
     };
     let report = rtcc_net::send::run_blocking(config, Arc::new(AtomicBool::new(false)))
         .map_err(|e| e.to_string())?;

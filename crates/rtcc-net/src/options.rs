@@ -48,6 +48,9 @@ pub struct SendOptions {
     /// `--recovery none|nack`: overrides the scenario flow's loss recovery
     /// (default: the flow's, else none). The receiver must use the same.
     pub recovery: Option<String>,
+    /// `--rtcp HOST:PORT`: the receiver's RTCP address, when it does not
+    /// multiplex RTCP on its RTP port (RFC 5761).
+    pub rtcp: Option<String>,
 }
 
 /// Options of `rtcc recv`.
@@ -204,6 +207,11 @@ impl SendOptions {
             seed: self.seed,
             out_dir: self.out_dir.clone(),
             sdp: self.sdp.clone(),
+            rtcp: self
+                .rtcp
+                .as_deref()
+                .map(|p| parse_addr("--rtcp", p))
+                .transpose()?,
         })
     }
 }

@@ -1086,6 +1086,51 @@ mod tests {
     }
 
     #[test]
+    fn padding_on_the_media_ssrc_fills_the_media_numbers() {
+        // Without RTX the sender pads on the media SSRC, taking media
+        // sequence numbers (send.rs): media 0, padding 1, media 2 is no loss.
+        let mut rx = Rx::new();
+        let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert!(rx.feed_as(0, 0, 0, None));
+        let tx = Transmit {
+            seq: 1,
+            media_seq: 1,
+            kind: rtcc_core::PacketKind::Padding,
+            packet: MediaPacket {
+                frame_id: u64::MAX,
+                frame_type: FrameType::Delta,
+                capture_time: Instant::from_millis(1),
+                index: 0,
+                count: 0,
+                last_in_frame: false,
+                payload: Bytes::ZERO,
+                wire_size: Bytes::new(300),
+            },
+            send_time: Instant::from_millis(1),
+        };
+        let mut d = Vec::new();
+        wire::encode_media_padding(&rx.cfg, &tx, 1, &mut d).unwrap();
+        let parsed = wire::decode_media(&rx.cfg, &d).unwrap();
+        assert!(parsed.padding_only);
+        assert_eq!(
+            (parsed.payload_type, parsed.ssrc),
+            (rx.cfg.payload_type, rx.cfg.media_ssrc)
+        );
+        assert!(!rx.raw(&d, from, Instant::from_millis(2)));
+        assert!(rx.feed_as(2, 2, 2, None));
+        assert_eq!((rx.stats.padding_packets, rx.stats.media_packets), (1, 2));
+        let s = rx.stream.as_mut().unwrap();
+        assert_eq!(s.rtx_padding, 0);
+        let block = s.reception.report(Instant::from_millis(1_000)).unwrap();
+        assert_eq!(
+            (block.fraction_lost, block.cumulative_lost),
+            (0, 0),
+            "{block:?}"
+        );
+        assert_eq!(block.extended_highest_seq, 2);
+    }
+
+    #[test]
     fn padding_is_reported_in_feedback_but_never_media_loss_or_nacked() {
         let mut rx = Rx::new();
         rx.session = ReceiverSession::new(

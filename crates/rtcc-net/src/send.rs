@@ -25,7 +25,7 @@ use rtcc_core::feedback::Nack;
 use rtcc_core::media::encoder::{EncodedFrame, EncoderModel, ParametricEncoder};
 use rtcc_core::media::packetizer::Packetizer;
 use rtcc_core::recovery::{LossRecovery as _, RecoveryStats};
-use rtcc_core::session::sender::{SenderConfig, SenderSession};
+use rtcc_core::session::sender::{SenderConfig, SenderSession, Transmit};
 use rtcc_core::{rng, Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
 use rtcc_sim::output::{self, TimeseriesRow};
 use rtcc_sim::MediaSetup;
@@ -85,6 +85,11 @@ pub struct SendConfig {
     /// Write an SDP (RFC 8866) describing the stream for a stock receiver
     /// (ffplay, GStreamer) to this file before sending; H.264 sources only.
     pub sdp: Option<PathBuf>,
+    /// The receiver's RTCP address when it does not multiplex RTCP on its
+    /// RTP port (RFC 5761 §4): sender reports go there, and RTCP is
+    /// accepted from that host (a stock receiver's RTCP leaves from a port
+    /// of its own). `None`: RTCP goes to, and comes from, `to`.
+    pub rtcp: Option<SocketAddr>,
 }
 
 /// Counters of a sender run.
@@ -334,6 +339,14 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     // asks for a random start; like the media stream's, ours start at 0).
     let mut rtx_seq: u16 = 0;
     let synthetic = matches!(config.source, Source::Synthetic);
+    // Without loss recovery no RTX stream is offered (sdp.rs), so probe
+    // padding goes on the media SSRC, as RFC 3550 §5.1 padding-only packets
+    // of the media stream, each taking the next media sequence number:
+    // media packets then go out `media_offset` numbers later than the
+    // session counts them (no NACK can name them: recovery is off).
+    let pad_on_media = config.media.sender.recovery.is_none();
+    let mut media_offset: u64 = 0;
+    let mut next_media_seq: u64 = 0;
 
     loop {
         let now = clock.now();
@@ -343,15 +356,24 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         session.on_timeout(now);
         while let Some(tx) = session.poll_transmit(now) {
             if tx.kind == PacketKind::Padding {
-                // The RTX stream's next number: padding must not take a media
-                // sequence number the receiver would NACK (wire/media.rs).
-                if let Err(e) = wire::encode_padding(&config.wire, &tx, rtx_seq, &mut tx_buf) {
+                // With recovery, the RTX stream's next number: padding must
+                // not take a media sequence number the receiver would NACK
+                // (wire/media.rs).
+                let encoded = if pad_on_media {
+                    let seq = (next_media_seq + media_offset) as u16;
+                    media_offset += 1;
+                    wire::encode_media_padding(&config.wire, &tx, seq, &mut tx_buf)
+                } else {
+                    let r = wire::encode_padding(&config.wire, &tx, rtx_seq, &mut tx_buf);
+                    rtx_seq = rtx_seq.wrapping_add(1);
+                    r
+                };
+                if let Err(e) = encoded {
                     return Err(NetError::Internal(format!(
                         "encoding padding {}: {e}",
                         tx.seq
                     )));
                 }
-                rtx_seq = rtx_seq.wrapping_add(1);
                 if send_datagram(&sock, &tx_buf, config.to, &mut stats).await {
                     stats.padding_sent += 1;
                 }
@@ -371,7 +393,12 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                 rtx_seq = rtx_seq.wrapping_add(1);
                 r
             } else {
-                wire::encode_media(&config.wire, &tx, ntp, payload, &mut tx_buf)
+                next_media_seq = tx.media_seq + 1;
+                let shifted = Transmit {
+                    media_seq: tx.media_seq + media_offset,
+                    ..tx
+                };
+                wire::encode_media(&config.wire, &shifted, ntp, payload, &mut tx_buf)
             };
             if let Err(e) = encoded {
                 return Err(NetError::Internal(format!(
@@ -389,8 +416,12 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             sr_buf.clear();
             let st = session.stats();
             // RFC 3550 §6.4.1: counts wrap modulo 2^32; the octet count is
-            // payload. Padding goes on the RTX stream, not this SSRC.
-            let packets = st.packets_sent - st.padding_packets_sent;
+            // payload. Padding counts when it goes on this SSRC.
+            let packets = if pad_on_media {
+                st.packets_sent
+            } else {
+                st.packets_sent - st.padding_packets_sent
+            };
             let built = wire::encode_sender_report(
                 config.wire.media_ssrc,
                 clock.ntp_of(now),
@@ -403,7 +434,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             // RFC 3550 §6.1: the compound carries the sender's CNAME.
             .and_then(|_| wire::encode_sdes_cname(&sdes_ssrcs, wire::DEFAULT_CNAME, &mut sr_buf));
             if built.is_ok() {
-                match sock.try_send_to(&sr_buf, config.to) {
+                match sock.try_send_to(&sr_buf, config.rtcp.unwrap_or(config.to)) {
                     Ok(_) => stats.sender_reports += 1,
                     Err(_) => stats.send_errors += 1,
                 }
@@ -447,7 +478,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     stats.send_errors += 1;
                     continue;
                 };
-                if from != config.to {
+                // RTCP only, from `to` or, with `--rtcp`, from that host.
+                let rtcp_host = config.rtcp.is_some_and(|r| r.ip() == from.ip());
+                if from != config.to && !rtcp_host {
                     stats.unexpected_source += 1;
                     continue;
                 }

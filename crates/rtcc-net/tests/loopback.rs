@@ -30,6 +30,7 @@ fn sender(to: SocketAddr, cc: &str, secs: u64) -> SendConfig {
         seed: 1,
         out_dir: None,
         sdp: None,
+        rtcp: None,
     }
 }
 

@@ -107,6 +107,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         seed: 1,
         out_dir: Some(dir.clone()),
         sdp: None,
+        rtcp: None,
     };
     let tx = thread::spawn(move || send::run_blocking(tx_cfg, Arc::new(AtomicBool::new(false))));
     (emu, rx, tx, dir)

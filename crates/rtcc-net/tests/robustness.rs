@@ -56,6 +56,7 @@ fn sender(to: SocketAddr, millis: u64) -> SendConfig {
         seed: 1,
         out_dir: None,
         sdp: None,
+        rtcp: None,
     }
 }
 

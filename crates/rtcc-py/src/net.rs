@@ -146,6 +146,7 @@ pub(crate) fn emulate(
     bind = None,
     feedback_timeout = true,
     recovery = None,
+    rtcp = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
@@ -164,6 +165,7 @@ pub(crate) fn send(
     bind: Option<String>,
     feedback_timeout: bool,
     recovery: Option<String>,
+    rtcp: Option<String>,
 ) -> PyResult<String> {
     let opts = SendOptions {
         to,
@@ -180,6 +182,7 @@ pub(crate) fn send(
         seed,
         feedback_timeout,
         recovery,
+        rtcp,
     };
     let config = opts
         .build()

@@ -236,6 +236,44 @@ pub fn encode_padding(
     rtx_seq: u16,
     out: &mut Vec<u8>,
 ) -> Result<usize, WireError> {
+    write_padding(
+        config,
+        tx,
+        (config.rtx_payload_type, config.rtx_ssrc),
+        rtx_seq,
+        out,
+    )
+}
+
+/// [`encode_padding`] on the media stream: the media payload type and SSRC,
+/// and `media_seq`, the media stream's next sequence number. For a session
+/// without an RTX stream (RFC 3550 §5.1 padding-only packets of the media
+/// SSRC, as WebRTC sends them when RTX is not negotiated): a receiver that
+/// was offered no RTX payload type drops packets of an unknown one.
+pub fn encode_media_padding(
+    config: &WireConfig,
+    tx: &Transmit,
+    media_seq: u16,
+    out: &mut Vec<u8>,
+) -> Result<usize, WireError> {
+    write_padding(
+        config,
+        tx,
+        (config.payload_type, config.media_ssrc),
+        media_seq,
+        out,
+    )
+}
+
+/// A padding-only packet of the stream `(payload type, SSRC)` with sequence
+/// number `seq` (module doc, "Probe padding").
+fn write_padding(
+    config: &WireConfig,
+    tx: &Transmit,
+    (payload_type, ssrc): (u8, u32),
+    seq: u16,
+    out: &mut Vec<u8>,
+) -> Result<usize, WireError> {
     config.validate()?;
     let wire = usize::try_from(tx.packet.wire_size.get())
         .map_err(|_| WireError::FieldOverflow("padding size"))?;
@@ -253,12 +291,12 @@ pub fn encode_padding(
     out.reserve(len);
     // RFC 3550 §5.1: V=2, P=1 (padding), X=1 (an extension block), CC=0; M=0.
     out.push(0x80 | 0x20 | 0x10);
-    out.push(config.rtx_payload_type);
-    out.extend_from_slice(&rtx_seq.to_be_bytes());
+    out.push(payload_type);
+    out.extend_from_slice(&seq.to_be_bytes());
     out.extend_from_slice(
         &rtp_timestamp(tx.packet.capture_time, config.rtp_timestamp_offset).to_be_bytes(),
     );
-    out.extend_from_slice(&config.rtx_ssrc.to_be_bytes());
+    out.extend_from_slice(&ssrc.to_be_bytes());
     out.extend_from_slice(&EXTENSION_PROFILE_ONE_BYTE.to_be_bytes());
     out.extend_from_slice(&block_words.to_be_bytes());
     push_element(out, config.transport_seq_id, &(tx.seq as u16).to_be_bytes());

@@ -40,7 +40,8 @@ pub use feedback::{
     FeedbackDecoder, FeedbackEncoder, ReceptionStats, RtcpMessages, DEFAULT_CNAME,
 };
 pub use media::{
-    decode_media, encode_media, encode_padding, encode_rtx, rtp_timestamp, FrameInfoExt, RtpMedia,
+    decode_media, encode_media, encode_media_padding, encode_padding, encode_rtx, rtp_timestamp,
+    FrameInfoExt, RtpMedia,
 };
 pub use nack::{encode_nack, GenericNack};
 pub use twcc::TwccPacket;
