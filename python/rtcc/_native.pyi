@@ -41,6 +41,7 @@ def emulate(
     scenario_link: str | None = None,
     seed: int | None = None,
     duration: str | None = None,
+    client: str | None = None,
 ) -> str:
     """Relay UDP from `listen` to `forward` through the simulator's link models.
 

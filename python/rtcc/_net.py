@@ -197,6 +197,7 @@ def emulate(
     link: str | None = None,
     seed: int | None = None,
     duration: Duration | None = None,
+    client: str | None = None,
 ) -> dict[str, Any]:
     """Relay UDP from ``listen`` to ``forward`` through the simulator's link models.
 
@@ -205,6 +206,10 @@ def emulate(
     back through a reverse link with the same parameters (own queue and random
     stream) unless ``reverse`` overrides some of them. With ``scenario``, both
     links come from that scenario's ``link`` (default its main link).
+
+    Replies go to the client: ``client`` (``host:port``) if given, and no
+    other address is relayed; else the first address heard, which another
+    replaces only after it has been silent for 1 s (docs/net.md).
 
     Returns:
         Per-direction statistics (datagrams, drops, queue delay, timer lateness).
@@ -229,6 +234,7 @@ def emulate(
         scenario_link=link,
         seed=seed,
         duration=_duration(duration),
+        client=client,
     )
     result: dict[str, Any] = json.loads(text)
     return result

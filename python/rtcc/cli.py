@@ -371,6 +371,12 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     emu.add_argument("--seed", type=_seed, metavar="N", help="seed of the links' randomness")
     emu.add_argument("--duration", metavar="D", help="how long (default: until Ctrl-C)")
+    emu.add_argument(
+        "--client",
+        metavar="HOST:PORT",
+        help="relay this client only (default: the first one heard; another takes its place "
+        "only after it has been silent for 1 s)",
+    )
     emu.set_defaults(func=_cmd_emulate)
 
 
@@ -517,6 +523,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
         link=args.link,
         seed=args.seed,
         duration=args.duration,
+        client=args.client,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     for direction in ("forward", "reverse"):

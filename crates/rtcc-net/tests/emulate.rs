@@ -377,6 +377,82 @@ fn datagrams_from_an_unexpected_source_are_dropped_and_counted() {
     assert_eq!(stats.reverse.link.packets_in, 0, "not offered to the link");
 }
 
+#[test]
+fn a_stranger_cannot_draw_the_replies_from_an_active_client() {
+    // The client keeps sending; a third party sends too: its datagrams are
+    // dropped and counted, and every reply still goes to the client. Once the
+    // client has been silent for CLIENT_SILENCE, the other address takes its
+    // place (a restarted sender).
+    let receiver = local();
+    let relay = start(config(
+        receiver.local_addr().expect("addr"),
+        LinkOptions::default(),
+    ));
+    let client = local();
+    let stranger = local();
+    let mut buf = [0u8; 64];
+    for _ in 0..5 {
+        client.send_to(b"media", relay.listen).expect("send");
+        stranger.send_to(b"x", relay.listen).expect("send");
+        let (n, from) = receiver.recv_from(&mut buf).expect("forwarded");
+        assert_eq!(&buf[..n], b"media", "only the client is relayed");
+        receiver.send_to(b"feedback", from).expect("reply");
+        let (n, _) = client
+            .recv_from(&mut buf)
+            .expect("the reply reached the client");
+        assert_eq!(&buf[..n], b"feedback");
+        assert!(
+            stranger.recv_from(&mut buf).is_err(),
+            "a reply reached the stranger"
+        );
+    }
+    assert_eq!(relay.stats.snapshot().forward.drops_unexpected_source, 5);
+    std::thread::sleep(
+        StdDuration::from_nanos(rtcc_net::emulate::CLIENT_SILENCE.as_nanos())
+            + StdDuration::from_millis(100),
+    );
+    stranger.send_to(b"restarted", relay.listen).expect("send");
+    let (n, from) = receiver.recv_from(&mut buf).expect("forwarded");
+    assert_eq!(&buf[..n], b"restarted");
+    receiver.send_to(b"to-new", from).expect("reply");
+    let (n, _) = stranger
+        .recv_from(&mut buf)
+        .expect("the reply follows the new client");
+    assert_eq!(&buf[..n], b"to-new");
+    let stats = relay.finish();
+    assert_eq!(stats.forward.client_changes, 1);
+    assert_eq!(stats.forward.drops_unexpected_source, 5);
+}
+
+#[test]
+fn with_a_pinned_client_no_one_else_is_relayed() {
+    let receiver = local();
+    let client = local();
+    let stranger = local();
+    let mut cfg = config(receiver.local_addr().expect("addr"), LinkOptions::default());
+    cfg.client = Some(client.local_addr().expect("addr"));
+    let relay = start(cfg);
+    let mut buf = [0u8; 64];
+    // Before the client has sent, and after it fell silent: still dropped.
+    stranger.send_to(b"first", relay.listen).expect("send");
+    client.send_to(b"media", relay.listen).expect("send");
+    let (n, _) = receiver.recv_from(&mut buf).expect("forwarded");
+    assert_eq!(&buf[..n], b"media");
+    std::thread::sleep(
+        StdDuration::from_nanos(rtcc_net::emulate::CLIENT_SILENCE.as_nanos())
+            + StdDuration::from_millis(100),
+    );
+    stranger.send_to(b"later", relay.listen).expect("send");
+    assert!(
+        receiver.recv_from(&mut buf).is_err(),
+        "the stranger was relayed"
+    );
+    let stats = relay.finish();
+    assert_eq!(stats.forward.drops_unexpected_source, 2);
+    assert_eq!(stats.forward.client_changes, 0);
+    assert_eq!(stats.forward.datagrams_out, 1);
+}
+
 /// Polls `cond` for up to a second.
 fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
     for _ in 0..100 {

@@ -93,6 +93,7 @@ fn link_options(mut o: HashMap<String, String>) -> Result<LinkOptions, String> {
     scenario_link = None,
     seed = None,
     duration = None,
+    client = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emulate(
@@ -105,6 +106,7 @@ pub(crate) fn emulate(
     scenario_link: Option<String>,
     seed: Option<u64>,
     duration: Option<String>,
+    client: Option<String>,
 ) -> PyResult<String> {
     let opts = EmulatorOptions {
         listen,
@@ -115,6 +117,7 @@ pub(crate) fn emulate(
         scenario_link,
         seed,
         duration,
+        client,
     };
     let config = opts
         .build()

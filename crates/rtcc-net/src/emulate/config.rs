@@ -68,6 +68,10 @@ pub struct EmulatorConfig {
     pub duration: Option<Duration>,
     /// Name of the link in the summary (the scenario's link name, or `"cli"`).
     pub link_name: String,
+    /// `--client`: relay only this client's datagrams (and replies only to
+    /// it). `None`: the first client, which another address replaces only
+    /// after it has been silent for [`super::relay::CLIENT_SILENCE`].
+    pub client: Option<SocketAddr>,
 }
 
 impl EmulatorConfig {
@@ -82,6 +86,7 @@ impl EmulatorConfig {
             seed: DEFAULT_SEED,
             duration: None,
             link_name: "cli".into(),
+            client: None,
         }
     }
 
@@ -117,6 +122,7 @@ impl EmulatorConfig {
             seed: sc.seed(),
             duration: None,
             link_name: sc.links[index].get_ref().name.clone(),
+            client: None,
         })
     }
 }
@@ -295,6 +301,8 @@ pub struct EmulatorOptions {
     pub seed: Option<u64>,
     /// `--duration`: stop after this long (`"30s"`).
     pub duration: Option<String>,
+    /// `--client`: `host:port` of the only client relayed.
+    pub client: Option<String>,
 }
 
 impl EmulatorOptions {
@@ -346,6 +354,9 @@ impl EmulatorOptions {
                 });
             }
             config.duration = Some(d);
+        }
+        if let Some(c) = &self.client {
+            config.client = Some(parse_addr("--client", c)?);
         }
         Ok(config)
     }

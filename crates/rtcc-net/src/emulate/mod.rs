@@ -18,6 +18,7 @@ pub mod relay;
 pub use self::config::{EmulatorConfig, EmulatorOptions, LinkOptions, UDP_IPV4_OVERHEAD};
 pub use self::relay::{
     run_blocking, run_relay, DirectionStats, EmulatorStats, LatenessSummary, Relay, StatsHandle,
+    CLIENT_SILENCE,
 };
 
 /// Why the emulator could not be configured or could not run. Configuration

@@ -13,10 +13,16 @@
 //! until the real clock reaches that instant; a link never reorders, so the
 //! FIFO's head is always the next one due and one timer per direction
 //! (`sleep_until` the head's instant) suffices. Client datagrams go to
-//! `forward`; datagrams from `forward` go back to the most recent client
-//! address. On the second socket, datagrams from any other address are dropped
-//! and counted; replies that arrive before any client datagram are dropped and
-//! counted too (there is nobody to send them to).
+//! `forward`; datagrams from `forward` go back to the client. The client is
+//! the first address heard on `listen` (or the `--client` address, and no
+//! other); another address replaces it only once it has been silent for
+//! [`CLIENT_SILENCE`] (a restarted sender, a NAT rebinding, RFC 3550 §8.2),
+//! and until then its datagrams are dropped and counted
+//! (`drops_unexpected_source`, forward): a third party cannot draw the
+//! replies away from an active client. On the second socket, datagrams from
+//! any other address than `forward` are dropped and counted; replies that
+//! arrive before any client datagram are dropped and counted too (there is
+//! nobody to send them to).
 //!
 //! # Real-time accuracy
 //!
@@ -53,6 +59,10 @@ use crate::clock::Clock;
 /// Largest UDP datagram (IPv4: 65 535 − 20 − 8 = 65 507 B of payload; a
 /// 64 KiB buffer holds any of them whole, RFC 768 / RFC 791).
 const MAX_DATAGRAM: usize = 65_536;
+
+/// How long the client must have been silent before another address may
+/// take its place (the receiver's `PEER_SILENCE`, `crate::recv`).
+pub const CLIENT_SILENCE: Duration = Duration::from_secs(1);
 
 /// Initial capacity of a pooled datagram buffer: a full Ethernet frame's
 /// payload (1500 B MTU) fits, so media packets never make it grow.
@@ -229,6 +239,7 @@ impl Relay {
         let mut reverse_q: VecDeque<Held> = VecDeque::new();
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let mut client: Option<SocketAddr> = None;
+        let mut client_heard = Instant::ZERO;
 
         let stop_timer = tokio::time::sleep_until(end.unwrap_or(never));
         let forward_timer = tokio::time::sleep_until(never);
@@ -266,9 +277,27 @@ impl Relay {
                 }
                 r = client_socket.recv_from(&mut client_buf) => match r {
                     Ok((n, from)) => {
-                        client = Some(from);
                         let now = clock.now();
                         let mut eng = shared.lock();
+                        let accepted = match (config.client, client) {
+                            (Some(pinned), _) => from == pinned,
+                            (None, Some(c)) if c != from => {
+                                now.saturating_duration_since(client_heard) >= CLIENT_SILENCE
+                            }
+                            _ => true,
+                        };
+                        if !accepted {
+                            let c = &mut eng.forward.counters;
+                            c.datagrams_in += 1;
+                            c.bytes_in += n as u64;
+                            c.drops_unexpected_source += 1;
+                            continue;
+                        }
+                        if client.is_some_and(|c| c != from) {
+                            eng.forward.counters.client_changes += 1;
+                        }
+                        client = Some(from);
+                        client_heard = now;
                         eng.forward.admit(now, &client_buf[..n], &mut forward_q, &mut pool);
                     }
                     Err(_) => shared.lock().forward.counters.recv_errors += 1,
@@ -376,8 +405,13 @@ pub struct DirectionStats {
     pub drops_queue: u64,
     /// Lost by the link's loss model.
     pub drops_loss: u64,
-    /// Reverse only: from an address other than `forward`.
+    /// Forward: from another address than the client's while the client is
+    /// active (or than `--client`'s); reverse: from an address other than
+    /// `forward`.
     pub drops_unexpected_source: u64,
+    /// Forward only: times another address took the client's place after
+    /// [`CLIENT_SILENCE`] of silence.
+    pub client_changes: u64,
     /// Reverse only: arrived before any client datagram (no destination).
     pub drops_no_client: u64,
     /// Sends that failed (the datagram is lost).
@@ -411,6 +445,7 @@ impl DirectionStats {
             "drops_loss": self.drops_loss,
             "drops_unexpected_source": self.drops_unexpected_source,
             "drops_no_client": self.drops_no_client,
+            "client_changes": self.client_changes,
             "send_errors": self.send_errors,
             "recv_errors": self.recv_errors,
             "held_at_exit": self.held_at_exit,
@@ -480,6 +515,7 @@ struct Counters {
     drops_loss: u64,
     drops_unexpected_source: u64,
     drops_no_client: u64,
+    client_changes: u64,
     send_errors: u64,
     recv_errors: u64,
     held_at_exit: u64,
@@ -545,6 +581,7 @@ impl Direction {
             drops_loss: c.drops_loss,
             drops_unexpected_source: c.drops_unexpected_source,
             drops_no_client: c.drops_no_client,
+            client_changes: c.client_changes,
             send_errors: c.send_errors,
             recv_errors: c.recv_errors,
             held_at_exit: c.held_at_exit,
