@@ -66,6 +66,7 @@ def send(
     feedback_timeout: bool = True,
     recovery: str | None = None,
     rtcp: str | None = None,
+    rtcp_listen: str | None = None,
 ) -> str:
     """Send video over RTP/UDP to `to` under congestion control; statistics as JSON."""
 
@@ -80,5 +81,6 @@ def recv(
     recovery: str | None = None,
     peer: str | None = None,
     rtcp: str | None = None,
+    rtcp_listen: str | None = None,
 ) -> str:
     """Receive video on `listen`, send feedback; the run's summary.json as JSON."""

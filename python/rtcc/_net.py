@@ -72,6 +72,7 @@ def send(
     feedback_timeout: bool = True,
     recovery: str | None = None,
     rtcp: str | None = None,
+    rtcp_listen: str | None = None,
 ) -> dict[str, Any]:
     """Send video over RTP/UDP to ``to`` (``host:port``) under congestion control.
 
@@ -100,6 +101,9 @@ def send(
         rtcp: The receiver's RTCP ``host:port`` when it does not multiplex
             RTCP on its RTP port (RFC 5761): sender reports go there, and RTCP
             is accepted from that host; ``None``: RTCP shares ``to``.
+        rtcp_listen: A local ``host:port`` of our own for RTCP (no
+            multiplexing, RFC 5761): sender reports leave from there and RTCP
+            is read there too.
 
     Returns:
         The sender's statistics.
@@ -120,6 +124,7 @@ def send(
         feedback_timeout=feedback_timeout,
         recovery=recovery,
         rtcp=rtcp,
+        rtcp_listen=rtcp_listen,
     )
     result: dict[str, Any] = json.loads(text)
     return result
@@ -137,6 +142,7 @@ def recv(
     recovery: str | None = None,
     peer: str | None = None,
     rtcp: str | None = None,
+    rtcp_listen: str | None = None,
 ) -> dict[str, Any]:
     """Receive video on ``listen`` (``host:port``), send feedback, play it out.
 
@@ -158,6 +164,9 @@ def recv(
             on its RTP port (RFC 5761): reports and feedback go there, and RTCP
             is accepted from that host; ``None``: RTCP shares the media's
             addresses.
+        rtcp_listen: A local ``host:port`` of our own for RTCP (no
+            multiplexing, RFC 5761; by convention the RTP port + 1): our RTCP
+            leaves from there and RTCP is read there too, never media.
 
     Returns:
         The run's ``summary.json`` as a dict.
@@ -173,6 +182,7 @@ def recv(
         recovery=recovery,
         peer=peer,
         rtcp=rtcp,
+        rtcp_listen=rtcp_listen,
     )
     result: dict[str, Any] = json.loads(text)
     return result

@@ -282,6 +282,12 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="the receiver's RTCP address when it does not multiplex RTCP on its RTP port "
         "(RFC 5761): sender reports go there, RTCP is accepted from that host",
     )
+    send.add_argument(
+        "--rtcp-listen",
+        metavar="HOST:PORT",
+        help="a local address of our own for RTCP (no multiplexing): reports leave from there "
+        "and RTCP is read there too",
+    )
     send.set_defaults(func=_cmd_send)
 
     recv = commands.add_parser(
@@ -334,6 +340,12 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="HOST:PORT",
         help="the sender's RTCP address when it does not multiplex RTCP on its RTP port "
         "(RFC 5761): feedback and reports go there, RTCP is accepted from that host",
+    )
+    recv.add_argument(
+        "--rtcp-listen",
+        metavar="HOST:PORT",
+        help="a local address of our own for RTCP (no multiplexing; by convention the RTP "
+        "port + 1): our RTCP leaves from there and RTCP is read there too, never media",
     )
     recv.set_defaults(func=_cmd_recv)
 
@@ -471,6 +483,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         feedback_timeout=not args.no_feedback_timeout,
         recovery=args.recovery,
         rtcp=args.rtcp,
+        rtcp_listen=args.rtcp_listen,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_stats(console, "sender", stats)
@@ -494,6 +507,7 @@ def _cmd_recv(args: argparse.Namespace) -> int:
         recovery=args.recovery,
         peer=args.peer,
         rtcp=args.rtcp,
+        rtcp_listen=args.rtcp_listen,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_summary(console, summary)

@@ -575,6 +575,7 @@ fn loopback_send(seconds: f64) -> Result<Value, String> {
         out_dir: None,
         sdp: None,
         rtcp: None,
+        rtcp_listen: None,
     };
     let report = rtcc_net::send::run_blocking(config, Arc::new(AtomicBool::new(false)))
         .map_err(|e| e.to_string())?;
@@ -627,6 +628,7 @@ fn loopback_recv(seconds: f64) -> Result<Value, String> {
         out_dir: None,
         peer: None,
         rtcp: None,
+        rtcp_listen: None,
     };
     let rx = thread::spawn(move || {
         rtcc_net::recv::run_blocking(config, Arc::new(AtomicBool::new(false)))

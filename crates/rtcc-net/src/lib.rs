@@ -20,6 +20,18 @@ pub mod sdp;
 pub mod send;
 pub mod wire;
 
+/// Receives on `sock` if there is one; never completes otherwise (a branch
+/// of a `select!` that is off).
+async fn recv_opt(
+    sock: Option<&tokio::net::UdpSocket>,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, std::net::SocketAddr)> {
+    match sock {
+        Some(s) => s.recv_from(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
 use std::path::Path;
 
 /// Why a real-transport run could not start or had to stop.

@@ -51,6 +51,8 @@ pub struct SendOptions {
     /// `--rtcp HOST:PORT`: the receiver's RTCP address, when it does not
     /// multiplex RTCP on its RTP port (RFC 5761).
     pub rtcp: Option<String>,
+    /// `--rtcp-listen HOST:PORT`: our own RTCP address (no multiplexing).
+    pub rtcp_listen: Option<String>,
 }
 
 /// Options of `rtcc recv`.
@@ -78,6 +80,8 @@ pub struct RecvOptions {
     /// `--rtcp HOST:PORT`: the sender's RTCP address, when it does not
     /// multiplex RTCP on its RTP port (RFC 5761).
     pub rtcp: Option<String>,
+    /// `--rtcp-listen HOST:PORT`: our own RTCP address (no multiplexing).
+    pub rtcp_listen: Option<String>,
 }
 
 /// `host:port`, preferring IPv4 when a name resolves to both (the endpoints
@@ -212,6 +216,11 @@ impl SendOptions {
                 .as_deref()
                 .map(|p| parse_addr("--rtcp", p))
                 .transpose()?,
+            rtcp_listen: self
+                .rtcp_listen
+                .as_deref()
+                .map(|p| parse_addr("--rtcp-listen", p))
+                .transpose()?,
         })
     }
 }
@@ -254,6 +263,11 @@ impl RecvOptions {
                 .rtcp
                 .as_deref()
                 .map(|p| parse_addr("--rtcp", p))
+                .transpose()?,
+            rtcp_listen: self
+                .rtcp_listen
+                .as_deref()
+                .map(|p| parse_addr("--rtcp-listen", p))
                 .transpose()?,
         })
     }

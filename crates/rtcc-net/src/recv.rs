@@ -93,6 +93,10 @@ pub struct RecvConfig {
     /// accepted from that host (a stock sender's RTCP leaves from a port of
     /// its own). `None`: RTCP goes to, and comes from, the media's address.
     pub rtcp: Option<SocketAddr>,
+    /// A local address of our own for RTCP, when we do not multiplex it
+    /// either (RFC 5761 §4; RFC 3550 §11's RTP port + 1 by convention): our
+    /// RTCP leaves from there and RTCP is read there too (media never is).
+    pub rtcp_listen: Option<SocketAddr>,
 }
 
 /// Whom `on_datagram` hears: the `--peer` pin and the `--rtcp` address.
@@ -226,6 +230,13 @@ const TAKEOVER_RUN: u32 = 20;
 /// Runs a receiver (see [`run_blocking`]).
 pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport, NetError> {
     let sock = crate::open_socket(&config.wire, config.listen).await?;
+    let rtcp_sock = match config.rtcp_listen {
+        Some(a) => Some(crate::open_socket(&config.wire, a).await?),
+        None => None,
+    };
+    // Our RTCP leaves from the RTCP socket when there is one.
+    let out_sock = rtcp_sock.as_ref().unwrap_or(&sock);
+    let mut rtcp_buf = vec![0u8; MAX_DATAGRAM];
     let clock = Clock::start();
     let start = clock.now();
     let mut session = ReceiverSession::new(start, config.receiver.clone());
@@ -277,7 +288,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.nacks_sent += 1;
             }
             for d in &rtcp_out {
-                match sock.try_send_to(d, config.rtcp.unwrap_or(s.peer)) {
+                match out_sock.try_send_to(d, config.rtcp.unwrap_or(s.peer)) {
                     Ok(_) => stats.feedback_datagrams += 1,
                     Err(_) => stats.send_errors += 1,
                 }
@@ -301,7 +312,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                         )
                     });
                     if built.is_ok() {
-                        match sock.try_send_to(&rr_buf, config.rtcp.unwrap_or(s.peer)) {
+                        match out_sock.try_send_to(&rr_buf, config.rtcp.unwrap_or(s.peer)) {
                             Ok(_) => stats.receiver_reports += 1,
                             Err(_) => stats.send_errors += 1,
                         }
@@ -349,6 +360,21 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 if on_datagram(datagram, from, addrs, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
                     first_media.get_or_insert(now);
                 }
+            }
+            r = crate::recv_opt(rtcp_sock.as_ref(), &mut rtcp_buf) => {
+                let Ok((n, from)) = r else {
+                    stats.send_errors += 1;
+                    continue;
+                };
+                stats.datagrams += 1;
+                let datagram = rtcp_buf.get(..n).unwrap_or_default();
+                if !wire::is_rtcp(datagram) {
+                    // The RTCP port carries RTCP only.
+                    stats.malformed += 1;
+                    continue;
+                }
+                let addrs = Addrs { pinned: config.peer, rtcp: config.rtcp };
+                on_datagram(datagram, from, addrs, clock.now(), &config.wire, &clock, &mut stream, &mut session, &mut stats);
             }
             () = tokio::time::sleep_until(deadline) => {}
         }

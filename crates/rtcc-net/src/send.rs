@@ -90,6 +90,9 @@ pub struct SendConfig {
     /// accepted from that host (a stock receiver's RTCP leaves from a port
     /// of its own). `None`: RTCP goes to, and comes from, `to`.
     pub rtcp: Option<SocketAddr>,
+    /// A local address of our own for RTCP (RFC 5761 §4, non-multiplexed):
+    /// sender reports leave from there and RTCP is read there too.
+    pub rtcp_listen: Option<SocketAddr>,
 }
 
 /// Counters of a sender run.
@@ -264,6 +267,11 @@ pub fn run_blocking(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendRep
 /// Runs a sender (see [`run_blocking`]).
 pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport, NetError> {
     let sock = crate::open_socket(&config.wire, config.bind).await?;
+    let rtcp_sock = match config.rtcp_listen {
+        Some(a) => Some(crate::open_socket(&config.wire, a).await?),
+        None => None,
+    };
+    let mut rtcp_buf = vec![0u8; MAX_DATAGRAM];
     let clock = Clock::start();
     let start = clock.now();
     let encoder = match &config.source {
@@ -434,7 +442,8 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             // RFC 3550 §6.1: the compound carries the sender's CNAME.
             .and_then(|_| wire::encode_sdes_cname(&sdes_ssrcs, wire::DEFAULT_CNAME, &mut sr_buf));
             if built.is_ok() {
-                match sock.try_send_to(&sr_buf, config.rtcp.unwrap_or(config.to)) {
+                let out_sock = rtcp_sock.as_ref().unwrap_or(&sock);
+                match out_sock.try_send_to(&sr_buf, config.rtcp.unwrap_or(config.to)) {
                     Ok(_) => stats.sender_reports += 1,
                     Err(_) => stats.send_errors += 1,
                 }
@@ -478,23 +487,14 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     stats.send_errors += 1;
                     continue;
                 };
-                // RTCP only, from `to` or, with `--rtcp`, from that host.
-                let rtcp_host = config.rtcp.is_some_and(|r| r.ip() == from.ip());
-                if from != config.to && !rtcp_host {
-                    stats.unexpected_source += 1;
+                accept_rtcp(&rx_buf[..n], from, &config, &clock, &mut decoder, &mut session, &mut stats);
+            }
+            r = crate::recv_opt(rtcp_sock.as_ref(), &mut rtcp_buf) => {
+                let Ok((n, from)) = r else {
+                    stats.send_errors += 1;
                     continue;
-                }
-                let now = clock.now();
-                let datagram = rx_buf.get(..n).unwrap_or_default();
-                handle_rtcp(
-                    datagram,
-                    now,
-                    clock.ntp_of(now),
-                    config.wire.media_ssrc,
-                    &mut decoder,
-                    &mut session,
-                    &mut stats,
-                );
+                };
+                accept_rtcp(&rtcp_buf[..n], from, &config, &clock, &mut decoder, &mut session, &mut stats);
             }
             () = tokio::time::sleep_until(deadline) => {}
         }
@@ -580,6 +580,35 @@ fn write_sdp(
         message: e.to_string(),
     })?;
     std::fs::write(path, sdp).map_err(|e| NetError::io(path, e))
+}
+
+/// A datagram on one of the sender's sockets: RTCP from the receiver (`to`,
+/// or with `--rtcp` any port of that host) is handled; anything else is
+/// counted.
+fn accept_rtcp<E: EncoderModel>(
+    datagram: &[u8],
+    from: SocketAddr,
+    config: &SendConfig,
+    clock: &Clock,
+    decoder: &mut FeedbackDecoder,
+    session: &mut SenderSession<E>,
+    stats: &mut SendStats,
+) {
+    let rtcp_host = config.rtcp.is_some_and(|r| r.ip() == from.ip());
+    if from != config.to && !rtcp_host {
+        stats.unexpected_source += 1;
+        return;
+    }
+    let now = clock.now();
+    handle_rtcp(
+        datagram,
+        now,
+        clock.ntp_of(now),
+        config.wire.media_ssrc,
+        decoder,
+        session,
+        stats,
+    );
 }
 
 /// One RTCP datagram from the peer.

@@ -31,6 +31,7 @@ fn sender(to: SocketAddr, cc: &str, secs: u64) -> SendConfig {
         out_dir: None,
         sdp: None,
         rtcp: None,
+        rtcp_listen: None,
     }
 }
 
@@ -44,7 +45,42 @@ fn receiver(listen: SocketAddr, secs: u64, out: Option<std::path::PathBuf>) -> R
         out_dir: out,
         peer: None,
         rtcp: None,
+        rtcp_listen: None,
     }
+}
+
+#[test]
+fn rtcp_on_separate_ports_both_ways() {
+    // RFC 5761 §4 without multiplexing: each side reads RTCP on a port of its
+    // own and sends its RTCP to the other's. Feedback, NACK-free reports and
+    // SRs all flow, and nothing RTCP arrives on the media ports.
+    let (rx_addr, rx_rtcp, tx_rtcp) = (free_port(), free_port(), free_port());
+    let mut rx_cfg = receiver(rx_addr, 4, None);
+    rx_cfg.rtcp_listen = Some(rx_rtcp);
+    rx_cfg.rtcp = Some(tx_rtcp);
+    let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
+    thread::sleep(std::time::Duration::from_millis(200));
+    let mut tx_cfg = sender(rx_addr, "gcc", 3);
+    tx_cfg.rtcp_listen = Some(tx_rtcp);
+    tx_cfg.rtcp = Some(rx_rtcp);
+    let tx = send::run_blocking(tx_cfg, Arc::new(AtomicBool::new(false))).unwrap();
+    let rx = rx.join().unwrap().unwrap();
+    assert!(tx.stats.feedback_reports > 30, "{:?}", tx.stats);
+    assert!(tx.stats.receiver_reports >= 2, "{:?}", tx.stats);
+    assert!(rx.stats.sender_reports >= 2, "{:?}", rx.stats);
+    assert_eq!(
+        (tx.stats.malformed, tx.stats.unexpected_source),
+        (0, 0),
+        "{:?}",
+        tx.stats
+    );
+    assert_eq!(
+        (rx.stats.malformed, rx.stats.rtcp_dropped),
+        (0, 0),
+        "{:?}",
+        rx.stats
+    );
+    assert!(rx.stats.media_packets > 100, "{:?}", rx.stats);
 }
 
 #[test]

@@ -94,6 +94,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         out_dir: Some(dir.clone()),
         peer: None,
         rtcp: None,
+        rtcp_listen: None,
     };
     let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
     thread::sleep(std::time::Duration::from_millis(300));
@@ -108,6 +109,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         out_dir: Some(dir.clone()),
         sdp: None,
         rtcp: None,
+        rtcp_listen: None,
     };
     let tx = thread::spawn(move || send::run_blocking(tx_cfg, Arc::new(AtomicBool::new(false))));
     (emu, rx, tx, dir)

@@ -57,6 +57,7 @@ fn sender(to: SocketAddr, millis: u64) -> SendConfig {
         out_dir: None,
         sdp: None,
         rtcp: None,
+        rtcp_listen: None,
     }
 }
 
@@ -70,6 +71,7 @@ fn receiver(listen: SocketAddr, millis: Option<u64>) -> RecvConfig {
         out_dir: None,
         peer: None,
         rtcp: None,
+        rtcp_listen: None,
     }
 }
 

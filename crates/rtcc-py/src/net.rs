@@ -150,6 +150,7 @@ pub(crate) fn emulate(
     feedback_timeout = true,
     recovery = None,
     rtcp = None,
+    rtcp_listen = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
@@ -169,6 +170,7 @@ pub(crate) fn send(
     feedback_timeout: bool,
     recovery: Option<String>,
     rtcp: Option<String>,
+    rtcp_listen: Option<String>,
 ) -> PyResult<String> {
     let opts = SendOptions {
         to,
@@ -186,6 +188,7 @@ pub(crate) fn send(
         feedback_timeout,
         recovery,
         rtcp,
+        rtcp_listen,
     };
     let config = opts
         .build()
@@ -212,6 +215,7 @@ pub(crate) fn send(
     recovery = None,
     peer = None,
     rtcp = None,
+    rtcp_listen = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recv(
@@ -226,6 +230,7 @@ pub(crate) fn recv(
     recovery: Option<String>,
     peer: Option<String>,
     rtcp: Option<String>,
+    rtcp_listen: Option<String>,
 ) -> PyResult<String> {
     let opts = RecvOptions {
         listen,
@@ -238,6 +243,7 @@ pub(crate) fn recv(
         recovery,
         peer,
         rtcp,
+        rtcp_listen,
     };
     let config = opts
         .build()
