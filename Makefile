@@ -82,7 +82,8 @@ bench-ns3:
 media-tools:
 	@if command -v ffmpeg >/dev/null 2>&1 && command -v gst-launch-1.0 >/dev/null 2>&1 && \
 	    gst-inspect-1.0 --exists x264enc && gst-inspect-1.0 --exists rtpbin && \
-	    gst-inspect-1.0 --exists avdec_h264; then \
+	    gst-inspect-1.0 --exists avdec_h264 && \
+	    /usr/bin/python3 -c 'import gi; gi.require_version("Gst", "1.0")' 2>/dev/null; then \
 	  echo "media-tools: ffmpeg and GStreamer already installed"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
 	  echo "media-tools: apt-get not found; install ffmpeg and GStreamer with your package manager"; \
@@ -93,7 +94,8 @@ media-tools:
 	  if $$SUDO apt-get update -qq && \
 	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends \
 	       ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
-	       gstreamer1.0-plugins-ugly gstreamer1.0-libav; then \
+	       gstreamer1.0-plugins-ugly gstreamer1.0-libav python3-gi gir1.2-gstreamer-1.0 \
+	       gir1.2-gst-plugins-base-1.0; then \
 	    echo "media-tools: installed ffmpeg and GStreamer"; \
 	  else \
 	    echo "media-tools: apt-get install failed; the decode and interop tests will skip"; \
