@@ -174,6 +174,35 @@ def make_clip(clip: Path) -> None:
     assert made.returncode == 0, made.stderr
 
 
+def rtcc_send(
+    clip: Path, rtp_port: int, send_port: int, gst_rtcp_port: int, out: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``rtcc send`` of ``clip`` once to a GStreamer receiver on loopback,
+    from ``send_port``, with GStreamer's RTCP port given by ``--rtcp``."""
+    return subprocess.run(
+        [
+            *RTCC,
+            "send",
+            "--to",
+            f"127.0.0.1:{rtp_port}",
+            "--bind",
+            f"127.0.0.1:{send_port}",
+            "--rtcp",
+            f"127.0.0.1:{gst_rtcp_port}",
+            "--source",
+            str(clip),
+            "--no-loop",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_rtcc_send_into_a_gstreamer_receiver(tmp_path: Path) -> None:
     clip = tmp_path / "clip.h264"
     make_clip(clip)
@@ -221,29 +250,7 @@ def test_rtcc_send_into_a_gstreamer_receiver(tmp_path: Path) -> None:
     )
     time.sleep(1.0)
     out = tmp_path / "send"
-    send = subprocess.run(
-        [
-            *RTCC,
-            "send",
-            "--to",
-            f"127.0.0.1:{rtp_port}",
-            "--bind",
-            f"127.0.0.1:{send_port}",
-            "--rtcp",
-            f"127.0.0.1:{gst_rtcp_port}",
-            "--source",
-            str(clip),
-            "--no-loop",
-            "--duration",
-            "8s",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    send = rtcc_send(clip, rtp_port, send_port, gst_rtcp_port, out, "--duration", "8s")
     time.sleep(0.5)
     gst.send_signal(signal.SIGINT)
     g_out, g_err = gst.communicate(timeout=30)
@@ -310,30 +317,8 @@ def test_nack_and_rtx_with_a_gstreamer_receiver(tmp_path: Path) -> None:
     )
     time.sleep(1.0)
     out = tmp_path / "send"
-    send = subprocess.run(
-        [
-            *RTCC,
-            "send",
-            "--to",
-            f"127.0.0.1:{rtp_port}",
-            "--bind",
-            f"127.0.0.1:{send_port}",
-            "--rtcp",
-            f"127.0.0.1:{gst_rtcp_port}",
-            "--source",
-            str(clip),
-            "--no-loop",
-            "--duration",
-            "7s",
-            "--recovery",
-            "nack",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    send = rtcc_send(
+        clip, rtp_port, send_port, gst_rtcp_port, out, "--duration", "7s", "--recovery", "nack"
     )
     r_out, r_err = receiver.communicate(timeout=60)
     assert send.returncode == 0, send.stderr

@@ -84,6 +84,11 @@ pub struct RecvOptions {
     pub rtcp_listen: Option<String>,
 }
 
+/// An optional `host:port` option ([`parse_addr`] when given).
+fn opt_addr(option: &str, value: Option<&str>) -> Result<Option<SocketAddr>, NetError> {
+    value.map(|v| parse_addr(option, v)).transpose()
+}
+
 /// `host:port`, preferring IPv4 when a name resolves to both (the endpoints
 /// usually listen on 127.0.0.1 while `localhost` may resolve to ::1 first).
 pub fn parse_addr(option: &str, value: &str) -> Result<SocketAddr, NetError> {
@@ -211,16 +216,8 @@ impl SendOptions {
             seed: self.seed,
             out_dir: self.out_dir.clone(),
             sdp: self.sdp.clone(),
-            rtcp: self
-                .rtcp
-                .as_deref()
-                .map(|p| parse_addr("--rtcp", p))
-                .transpose()?,
-            rtcp_listen: self
-                .rtcp_listen
-                .as_deref()
-                .map(|p| parse_addr("--rtcp-listen", p))
-                .transpose()?,
+            rtcp: opt_addr("--rtcp", self.rtcp.as_deref())?,
+            rtcp_listen: opt_addr("--rtcp-listen", self.rtcp_listen.as_deref())?,
         })
     }
 }
@@ -254,21 +251,9 @@ impl RecvOptions {
             duration: dur("--duration", &self.duration)?,
             idle_timeout: dur("--idle-timeout", &self.idle_timeout)?,
             out_dir: self.out_dir.clone(),
-            peer: self
-                .peer
-                .as_deref()
-                .map(|p| parse_addr("--peer", p))
-                .transpose()?,
-            rtcp: self
-                .rtcp
-                .as_deref()
-                .map(|p| parse_addr("--rtcp", p))
-                .transpose()?,
-            rtcp_listen: self
-                .rtcp_listen
-                .as_deref()
-                .map(|p| parse_addr("--rtcp-listen", p))
-                .transpose()?,
+            peer: opt_addr("--peer", self.peer.as_deref())?,
+            rtcp: opt_addr("--rtcp", self.rtcp.as_deref())?,
+            rtcp_listen: opt_addr("--rtcp-listen", self.rtcp_listen.as_deref())?,
         })
     }
 }
