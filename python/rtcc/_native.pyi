@@ -42,6 +42,7 @@ def emulate(
     seed: int | None = None,
     duration: str | None = None,
     client: str | None = None,
+    upstream: str | None = None,
 ) -> str:
     """Relay UDP from `listen` to `forward` through the simulator's link models.
 

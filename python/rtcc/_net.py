@@ -208,6 +208,7 @@ def emulate(
     seed: int | None = None,
     duration: Duration | None = None,
     client: str | None = None,
+    upstream: str | None = None,
 ) -> dict[str, Any]:
     """Relay UDP from ``listen`` to ``forward`` through the simulator's link models.
 
@@ -219,7 +220,9 @@ def emulate(
 
     Replies go to the client: ``client`` (``host:port``) if given, and no
     other address is relayed; else the first address heard, which another
-    replaces only after it has been silent for 1 s (docs/net.md).
+    replaces only after it has been silent for 1 s (docs/net.md). ``upstream``
+    (``host:port``) binds the socket facing ``forward`` there instead of an
+    ephemeral port, for a receiver that must know where to reply first.
 
     Returns:
         Per-direction statistics (datagrams, drops, queue delay, timer lateness).
@@ -245,6 +248,7 @@ def emulate(
         seed=seed,
         duration=_duration(duration),
         client=client,
+        upstream=upstream,
     )
     result: dict[str, Any] = json.loads(text)
     return result

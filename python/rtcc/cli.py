@@ -389,6 +389,12 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="relay this client only (default: the first one heard; another takes its place "
         "only after it has been silent for 1 s)",
     )
+    emu.add_argument(
+        "--upstream",
+        metavar="HOST:PORT",
+        help="bind the socket facing --forward here (default: an ephemeral port), for a "
+        "receiver that must know where to send its replies",
+    )
     emu.set_defaults(func=_cmd_emulate)
 
 
@@ -538,6 +544,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         duration=args.duration,
         client=args.client,
+        upstream=args.upstream,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     for direction in ("forward", "reverse"):

@@ -453,6 +453,24 @@ fn with_a_pinned_client_no_one_else_is_relayed() {
     assert_eq!(stats.forward.datagrams_out, 1);
 }
 
+#[test]
+fn the_upstream_socket_binds_where_asked() {
+    // `--upstream`: a receiver that must send its replies before it hears
+    // from the relay needs to know the relay's upstream address.
+    let receiver = local();
+    let wanted = local().local_addr().expect("addr"); // bound, then released
+    let mut cfg = config(receiver.local_addr().expect("addr"), LinkOptions::default());
+    cfg.upstream = Some(wanted);
+    let relay = start(cfg);
+    assert_eq!(relay.upstream, wanted);
+    let client = local();
+    client.send_to(b"hello", relay.listen).expect("send");
+    let mut buf = [0u8; 64];
+    let (n, from) = receiver.recv_from(&mut buf).expect("forwarded");
+    assert_eq!((&buf[..n], from), (&b"hello"[..], wanted));
+    relay.finish();
+}
+
 /// Polls `cond` for up to a second.
 fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
     for _ in 0..100 {

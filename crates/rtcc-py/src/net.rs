@@ -94,6 +94,7 @@ fn link_options(mut o: HashMap<String, String>) -> Result<LinkOptions, String> {
     seed = None,
     duration = None,
     client = None,
+    upstream = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emulate(
@@ -107,6 +108,7 @@ pub(crate) fn emulate(
     seed: Option<u64>,
     duration: Option<String>,
     client: Option<String>,
+    upstream: Option<String>,
 ) -> PyResult<String> {
     let opts = EmulatorOptions {
         listen,
@@ -118,6 +120,7 @@ pub(crate) fn emulate(
         seed,
         duration,
         client,
+        upstream,
     };
     let config = opts
         .build()

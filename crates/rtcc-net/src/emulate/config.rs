@@ -72,6 +72,10 @@ pub struct EmulatorConfig {
     /// it). `None`: the first client, which another address replaces only
     /// after it has been silent for [`super::relay::CLIENT_SILENCE`].
     pub client: Option<SocketAddr>,
+    /// `--upstream`: where the socket facing `forward` is bound (default an
+    /// ephemeral port): a receiver whose RTCP leaves before it hears from
+    /// the relay (GStreamer's) needs to know the address.
+    pub upstream: Option<SocketAddr>,
 }
 
 impl EmulatorConfig {
@@ -87,6 +91,7 @@ impl EmulatorConfig {
             duration: None,
             link_name: "cli".into(),
             client: None,
+            upstream: None,
         }
     }
 
@@ -123,6 +128,7 @@ impl EmulatorConfig {
             duration: None,
             link_name: sc.links[index].get_ref().name.clone(),
             client: None,
+            upstream: None,
         })
     }
 }
@@ -303,6 +309,8 @@ pub struct EmulatorOptions {
     pub duration: Option<String>,
     /// `--client`: `host:port` of the only client relayed.
     pub client: Option<String>,
+    /// `--upstream`: `host:port` to bind the socket facing `--forward` to.
+    pub upstream: Option<String>,
 }
 
 impl EmulatorOptions {
@@ -357,6 +365,9 @@ impl EmulatorOptions {
         }
         if let Some(c) = &self.client {
             config.client = Some(parse_addr("--client", c)?);
+        }
+        if let Some(u) = &self.upstream {
+            config.upstream = Some(parse_addr("--upstream", u)?);
         }
         Ok(config)
     }

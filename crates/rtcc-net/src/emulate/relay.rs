@@ -157,7 +157,9 @@ impl Relay {
             IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
         };
-        let upstream = SocketAddr::new(upstream_ip, 0);
+        // `--upstream`: a fixed address, for a receiver that must know where
+        // to send its replies before any datagram reaches it.
+        let upstream = config.upstream.unwrap_or(SocketAddr::new(upstream_ip, 0));
         let upstream_socket =
             UdpSocket::bind(upstream)
                 .await
