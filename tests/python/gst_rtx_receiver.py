@@ -13,10 +13,16 @@ RTX payload type 97 for 96, ``payload-type-map`` keyed by the original) →
 ``avdec_h264`` → ``fakesink``; ``rtpbin``'s RTCP (feedback, NACKs, RRs)
 goes to the sender from a socket of its own.
 
+With ``--rtcp-from-rtp-port``, ``rtpbin``'s RTCP leaves from the RTP
+socket instead (one socket, made here and given to both ``udpsrc`` and the
+RTCP ``udpsink``), so that a relay that takes replies only from the
+receiver's RTP address (``rtcc emulate``) passes it.
+
 Prints one JSON object when it stops (after ``seconds``): the frames
 decoded and the RTX receiver's counters.
 
-Usage: gst_rtx_receiver.py RTP_PORT RTCP_PORT SENDER_HOST SENDER_PORT LOSS SECONDS
+Usage: gst_rtx_receiver.py RTP_PORT RTCP_PORT REPLY_HOST REPLY_PORT LOSS SECONDS
+       [--rtcp-from-rtp-port]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import sys
 import gi
 
 gi.require_version("Gst", "1.0")
-from gi.repository import GLib, Gst  # noqa: E402
+from gi.repository import Gio, GLib, Gst  # noqa: E402
 
 TWCC_URI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
 H264_CAPS = (
@@ -48,11 +54,21 @@ def main() -> int:
     # for the RTX receiver when a pad request creates the session.
     pipe = Gst.parse_launch(
         f"rtpbin name=rb do-retransmission=true rtp-profile=avpf "
-        f'udpsrc port={rtp_port} caps="{H264_CAPS}" ! identity name=loss drop-probability={loss} '
+        f'udpsrc name=rtp_in port={rtp_port} caps="{H264_CAPS}" '
+        f"! identity name=loss drop-probability={loss} "
         f"udpsink name=rtcp_out host={host} port={sender_port} sync=false async=false "
         f"udpsrc name=rtcp_in port={rtcp_port}"
     )
     rb = pipe.get_by_name("rb")
+    if "--rtcp-from-rtp-port" in sys.argv[7:]:
+        sock = Gio.Socket.new(
+            Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP
+        )
+        sock.bind(Gio.InetSocketAddress.new_from_string("127.0.0.1", int(rtp_port)), True)
+        pipe.get_by_name("rtp_in").set_property("socket", sock)
+        rtcp_out = pipe.get_by_name("rtcp_out")
+        rtcp_out.set_property("close-socket", False)
+        rtcp_out.set_property("socket", sock)
     decoded = [0]
     rtx_elements: list[Gst.Element] = []
 
