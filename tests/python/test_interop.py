@@ -17,8 +17,8 @@ from the caps, ``rtph264depay ! avdec_h264``, RTCP on a port of its own):
   its own tail is lost: nothing after it reveals the gap);
 - the same through ``rtcc emulate --rate 1Mbps --loss 2%`` (both
   directions): GStreamer's TWCC feedback drives GCC to at least 70 % of
-  the link, NACK and RTX repair the losses, and at most 2 % of the frames
-  are not decoded (a NACK or a retransmission is lost too now and then).
+  the link, NACK and RTX repair the losses, every frame is decoded (but
+  the last one, as above), and GStreamer warns about none of our packets.
 
 A stock GStreamer sender (``videotestsrc ! x264enc ! rtph264pay`` with the
 transport-wide CC extension, RTCP through ``rtpbin`` on a port of its own,
@@ -271,13 +271,7 @@ def test_rtcc_send_into_a_gstreamer_receiver(tmp_path: Path) -> None:
     # GCC starts at 300 kbps and rises only on feedback (without it, the
     # RFC 8083 back-off would halve the rate every second).
     assert stats["final_target_kbps"] > 1000, stats["final_target_kbps"]
-    complaints = [
-        line
-        for line in g_err.splitlines()
-        if re.search(r"\b(WARN|ERROR)\b", line)
-        and re.search(r"rtp|rtcp|jitterbuffer|depay|avdec", line, re.IGNORECASE)
-    ]
-    assert complaints == [], complaints[:5]
+    assert gst_complaints(g_err) == [], gst_complaints(g_err)[:5]
 
 
 def _gi_missing() -> str | None:
@@ -297,6 +291,21 @@ def _gi_missing() -> str | None:
     if probe.returncode != 0:
         return "GStreamer's Python bindings are missing (make media-tools installs python3-gi)"
     return None
+
+
+def gst_complaints(log: str) -> list[str]:
+    """GStreamer's warnings and errors about RTP, RTCP or the video in ``log``.
+
+    Its own NACK scheduler giving up on requests it could not send in time
+    ("expired NACKS") says nothing about rtcc's packets and is left out.
+    """
+    return [
+        line
+        for line in log.splitlines()
+        if re.search(r"\b(WARN|ERROR)\b", line)
+        and re.search(r"rtp|rtcp|jitterbuffer|depay|avdec", line, re.IGNORECASE)
+        and "expired NACKS" not in line
+    ]
 
 
 @pytest.mark.skipif(_gi_missing() is not None, reason=_gi_missing() or "")
@@ -343,16 +352,7 @@ def test_nack_and_rtx_with_a_gstreamer_receiver(tmp_path: Path) -> None:
     assert transport["unexpected_source"] == 0, transport
     assert transport["rtcp_ignored"] == 0, transport
     assert stats["final_target_kbps"] > 1000, stats["final_target_kbps"]
-    complaints = [
-        line
-        for line in r_err.splitlines()
-        if re.search(r"\b(WARN|ERROR)\b", line)
-        and re.search(r"rtp|rtcp|jitterbuffer|depay|avdec", line, re.IGNORECASE)
-        # GStreamer's own NACK scheduler gives up on requests it could not
-        # send in time; nothing about rtcc's packets.
-        and "expired NACKS" not in line
-    ]
-    assert complaints == [], complaints[:5]
+    assert gst_complaints(r_err) == [], gst_complaints(r_err)[:5]
 
 
 @pytest.mark.skipif(_gi_missing() is not None, reason=_gi_missing() or "")
@@ -402,6 +402,7 @@ def test_through_rtcc_emulate_into_a_gstreamer_receiver(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "GST_DEBUG": "*:2", "GST_DEBUG_NO_COLOR": "1"},
     )
     time.sleep(1.0)
     out = tmp_path / "send"
@@ -438,9 +439,11 @@ def test_through_rtcc_emulate_into_a_gstreamer_receiver(tmp_path: Path) -> None:
     got = json.loads(r_out)
     stats = json.loads((out / "send_summary.json").read_text())
     transport = stats["transport"]
-    assert got["frames_decoded"] >= 0.98 * FRAMES, (got, transport)
+    # As without the relay: all but the last frame when its own tail is lost.
+    assert got["frames_decoded"] >= FRAMES - 1, (got, transport)
     assert transport["nacks_received"] >= 1, transport
     assert got["num_rtx_assoc_packets"] >= 1, got
     assert transport["feedback_reports"] > 100, transport
     assert transport["unexpected_source"] == 0, transport
     assert stats["final_target_kbps"] >= 700, stats["final_target_kbps"]
+    assert gst_complaints(r_err) == [], gst_complaints(r_err)[:5]
