@@ -293,6 +293,18 @@ def _gi_missing() -> str | None:
     return None
 
 
+def start_gst_rtx_receiver(*args: str) -> subprocess.Popen[str]:
+    """``gst_rtx_receiver.py ARGS`` under the system Python, GStreamer's
+    warnings on its stderr."""
+    return subprocess.Popen(
+        ["/usr/bin/python3", str(Path(__file__).with_name("gst_rtx_receiver.py")), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "GST_DEBUG": "*:2", "GST_DEBUG_NO_COLOR": "1"},
+    )
+
+
 def gst_complaints(log: str) -> list[str]:
     """GStreamer's warnings and errors about RTP, RTCP or the video in ``log``.
 
@@ -313,21 +325,8 @@ def test_nack_and_rtx_with_a_gstreamer_receiver(tmp_path: Path) -> None:
     clip = tmp_path / "clip.h264"
     make_clip(clip)
     rtp_port, gst_rtcp_port, send_port = free_udp_port(), free_udp_port(), free_udp_port()
-    receiver = subprocess.Popen(
-        [
-            "/usr/bin/python3",
-            str(Path(__file__).with_name("gst_rtx_receiver.py")),
-            str(rtp_port),
-            str(gst_rtcp_port),
-            "127.0.0.1",
-            str(send_port),
-            "0.02",
-            "10",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "GST_DEBUG": "*:2", "GST_DEBUG_NO_COLOR": "1"},
+    receiver = start_gst_rtx_receiver(
+        str(rtp_port), str(gst_rtcp_port), "127.0.0.1", str(send_port), "0.02", "10"
     )
     time.sleep(1.0)
     out = tmp_path / "send"
@@ -387,22 +386,8 @@ def test_through_rtcc_emulate_into_a_gstreamer_receiver(tmp_path: Path) -> None:
     )
     # GStreamer's RTCP leaves from its RTP socket, to the relay's upstream
     # socket: the relay passes replies from its --forward address only.
-    receiver = subprocess.Popen(
-        [
-            "/usr/bin/python3",
-            str(Path(__file__).with_name("gst_rtx_receiver.py")),
-            str(gst_rtp),
-            str(gst_rtcp),
-            "127.0.0.1",
-            str(upstream),
-            "0",
-            "11",
-            "--rtcp-from-rtp-port",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "GST_DEBUG": "*:2", "GST_DEBUG_NO_COLOR": "1"},
+    receiver = start_gst_rtx_receiver(
+        str(gst_rtp), str(gst_rtcp), "127.0.0.1", str(upstream), "0", "11", "--rtcp-from-rtp-port"
     )
     time.sleep(1.0)
     out = tmp_path / "send"
