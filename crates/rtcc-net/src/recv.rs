@@ -237,6 +237,10 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
     // Our RTCP leaves from the RTCP socket when there is one.
     let out_sock = rtcp_sock.as_ref().unwrap_or(&sock);
     let mut rtcp_buf = vec![0u8; MAX_DATAGRAM];
+    let addrs = Addrs {
+        pinned: config.peer,
+        rtcp: config.rtcp,
+    };
     let clock = Clock::start();
     let start = clock.now();
     let mut session = ReceiverSession::new(start, config.receiver.clone());
@@ -356,7 +360,6 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.datagrams += 1;
                 let now = clock.now();
                 let datagram = rx_buf.get(..n).unwrap_or_default();
-                let addrs = Addrs { pinned: config.peer, rtcp: config.rtcp };
                 if on_datagram(datagram, from, addrs, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
                     first_media.get_or_insert(now);
                 }
@@ -373,7 +376,6 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                     stats.malformed += 1;
                     continue;
                 }
-                let addrs = Addrs { pinned: config.peer, rtcp: config.rtcp };
                 on_datagram(datagram, from, addrs, clock.now(), &config.wire, &clock, &mut stream, &mut session, &mut stats);
             }
             () = tokio::time::sleep_until(deadline) => {}

@@ -154,6 +154,10 @@ impl H264Sdp<'_> {
             key: key.to_owned(),
             value: Some(value),
         };
+        let flag = |key: &str| Attribute {
+            key: key.to_owned(),
+            value: None,
+        };
         let mut attributes = vec![
             attr("rtpmap", format!("{pt} H264/90000")),
             attr(
@@ -176,10 +180,7 @@ impl H264Sdp<'_> {
         for (id, uri) in self.extension_ids.iter().zip(EXTENSION_URIS) {
             attributes.push(attr("extmap", format!("{id} {uri}")));
         }
-        attributes.push(Attribute {
-            key: "rtcp-mux".into(),
-            value: None,
-        });
+        attributes.push(flag("rtcp-mux"));
         let mut formats = vec![pt.to_string()];
         if let Some(r) = &self.rtx {
             let rpt = r.payload_type;
@@ -195,10 +196,7 @@ impl H264Sdp<'_> {
         if let Some(r) = &self.rtx {
             attributes.push(attr("ssrc", format!("{} cname:{CNAME}", r.ssrc)));
         }
-        attributes.push(Attribute {
-            key: "recvonly".into(),
-            value: None,
-        });
+        attributes.push(flag("recvonly"));
         let connection = ConnectionInformation {
             network_type: "IN".into(),
             address_type: ip.into(),

@@ -534,7 +534,7 @@ pub struct Camel {
     /// I27: end of the last drain (no new drain for `drain_interval` after it).
     drained_at: Option<Instant>,
     /// I31: frames handed to the sender whose packets have not all left.
-    pending: VecDeque<PendingFrame>,
+    backlog: Backlog,
     /// I31: the scale on the encoder's target (1 with an empty queue).
     pushback: f64,
 }
@@ -546,6 +546,58 @@ struct PendingFrame {
     size: Bytes,
     packets: u32,
     left: u32,
+}
+
+impl PendingFrame {
+    /// The payload still to leave, pro rata of the packets left.
+    fn left_bytes(&self) -> u64 {
+        self.size.get() * u64::from(self.left) / u64::from(self.packets.max(1))
+    }
+}
+
+/// I31: the frames in the sender and the payload they still hold, kept as a
+/// running sum so that a packet leaving costs O(1), not a walk of the queue.
+#[derive(Debug, Clone, Default)]
+struct Backlog {
+    frames: VecDeque<PendingFrame>,
+    bytes: u64,
+}
+
+impl Backlog {
+    /// A frame of `packets` packets and `size` payload handed to the sender.
+    fn push(&mut self, id: u64, size: Bytes, packets: u32) {
+        let f = PendingFrame {
+            id,
+            size,
+            packets,
+            left: packets,
+        };
+        self.bytes += f.left_bytes();
+        self.frames.push_back(f);
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(f) = self.frames.pop_front() {
+            self.bytes -= f.left_bytes();
+        }
+    }
+
+    /// A media packet of frame `id` left: frames before it have left (or
+    /// were given up); `last` ends its frame.
+    fn on_sent(&mut self, id: u64, last: bool) {
+        while self.frames.front().is_some_and(|f| f.id < id) {
+            self.pop_front();
+        }
+        if let Some(f) = self.frames.front_mut().filter(|f| f.id == id) {
+            let before = f.left_bytes();
+            f.left = f.left.saturating_sub(1);
+            let (after, done) = (f.left_bytes(), f.left == 0 || last);
+            self.bytes -= before - after;
+            if done {
+                self.pop_front();
+            }
+        }
+    }
 }
 
 /// I31: a sender queue shorter than this (at the pacing rate) does not push
@@ -569,7 +621,7 @@ impl Camel {
             share_capped: false,
             drain_until: None,
             drained_at: None,
-            pending: VecDeque::new(),
+            backlog: Backlog::default(),
             pushback: 1.0,
             held_target: config
                 .start_bitrate
@@ -671,9 +723,7 @@ impl Camel {
     /// I31: the time the frames still in the sender would take to leave at
     /// the pacing rate (each frame's payload pro rata of its packets left).
     fn sender_queue_time(&self) -> Duration {
-        let bytes = self.pending.iter().fold(Bytes::ZERO, |acc, f| {
-            acc + Bytes::new(f.size.get() * u64::from(f.left) / u64::from(f.packets.max(1)))
-        });
+        let bytes = Bytes::new(self.backlog.bytes);
         let rate = self.camel_target().mul_f64(self.config.pacing_gain);
         if rate.is_zero() {
             return Duration::ZERO;
@@ -688,7 +738,7 @@ impl Camel {
         if !self.config.queue_pushback {
             return;
         }
-        if self.pending.is_empty() {
+        if self.backlog.frames.is_empty() {
             self.pushback = 1.0;
             return;
         }
@@ -800,16 +850,7 @@ impl CongestionController for Camel {
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
         self.sampler.on_packet_sent(now, pkt);
         if let (PacketKind::Media, Some(id)) = (pkt.kind, pkt.frame_id) {
-            // I31: frames before this one have left (or were given up).
-            while self.pending.front().is_some_and(|f| f.id < id) {
-                self.pending.pop_front();
-            }
-            if let Some(f) = self.pending.front_mut().filter(|f| f.id == id) {
-                f.left = f.left.saturating_sub(1);
-                if f.left == 0 || pkt.last_in_frame {
-                    self.pending.pop_front();
-                }
-            }
+            self.backlog.on_sent(id, pkt.last_in_frame);
             self.update_pushback();
         }
         if let Some(f) = &mut self.fallback {
@@ -875,12 +916,8 @@ impl CongestionController for Camel {
             f.gcc.on_frame(now, frame);
         }
         if frame.num_packets > 0 {
-            self.pending.push_back(PendingFrame {
-                id: frame.frame_id,
-                size: frame.size,
-                packets: frame.num_packets,
-                left: frame.num_packets,
-            });
+            self.backlog
+                .push(frame.frame_id, frame.size, frame.num_packets);
             self.update_pushback();
         }
     }
