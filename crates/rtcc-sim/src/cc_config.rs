@@ -445,6 +445,7 @@ pub(crate) fn cc_config(
                         "scale_allowance",
                         "window_cap",
                         "queue_pushback",
+                        "stretch_window",
                     ],
                 ]
                 .concat(),
@@ -490,6 +491,7 @@ pub(crate) fn cc_config(
             set(&mut c.scale_allowance, k.flag("scale_allowance")?);
             set(&mut c.window_cap, k.flag("window_cap")?);
             set(&mut c.queue_pushback, k.flag("queue_pushback")?);
+            set(&mut c.stretch_window, k.duration("stretch_window")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

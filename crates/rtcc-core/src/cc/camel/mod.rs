@@ -137,6 +137,9 @@ pub struct CamelConfig {
     pub share_cap_hold: Duration,
     /// BW_avg window (ours, I8).
     pub bw_window: Duration,
+    /// Window of the dispersion-stretch regression (ours, I32: heads of
+    /// about 10 s); zero turns the correction off.
+    pub stretch_window: Duration,
     /// D_min window (ours, I8: BBR's 10 s min-RTT window; 30 s suits the
     /// anchored gradient, camel.md "Cross traffic").
     pub min_delay_window: Duration,
@@ -208,6 +211,7 @@ impl Default for CamelConfig {
             // target to 30 kbps; camel.md I24.
             share_cap_hold: Duration::ZERO,
             bw_window: Duration::from_secs(1),
+            stretch_window: Duration::from_secs(10),
             min_delay_window: Duration::from_secs(30),
             burst_gap: Duration::from_millis(1),
             record_timeout: Duration::from_secs(2),
@@ -456,6 +460,7 @@ pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "p_cur",
     "fallback",
     "pushback",
+    "stretch_ms",
 ];
 
 /// A snapshot of Camel's state, for traces and tests.
@@ -613,7 +618,11 @@ impl Camel {
     pub fn new(now: Instant, config: CamelConfig) -> Self {
         Camel {
             sampler: FrameSampler::new(config.burst_gap, config.record_timeout, config.slice),
-            estimator: Estimator::new(config.bw_window, config.min_delay_window),
+            estimator: Estimator::new(
+                config.bw_window,
+                config.min_delay_window,
+                config.stretch_window,
+            ),
             detector: CongestionDetector::new(config.detector()),
             burst: BurstLengthController::new(now, config.burst()),
             fallback: None,
@@ -845,6 +854,7 @@ impl CongestionController for Camel {
         }
         sink.record("fallback", trace_flag(i.fallback_until.is_some()));
         sink.record("pushback", self.pushback);
+        sink.record("stretch_ms", self.estimator.stretch().as_millis_f64());
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
