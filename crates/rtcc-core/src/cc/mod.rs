@@ -13,6 +13,7 @@ pub mod fixed;
 pub mod gcc;
 pub mod pudica;
 pub mod sqp;
+pub mod svc_probing;
 pub mod webrtc_bbr;
 
 use crate::media::frame::FrameInfo;
@@ -29,6 +30,7 @@ pub use fixed::{Fixed, FixedConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};
 pub use sqp::{Sqp, SqpConfig};
+pub use svc_probing::{SvcProbing, SvcProbingConfig};
 pub use webrtc_bbr::{WebRtcBbr, WebRtcBbrConfig};
 
 /// How the sender may emit packets right now.

@@ -5,3 +5,4 @@ pub mod frame;
 pub mod ladder;
 pub mod packetizer;
 pub mod player;
+pub mod svc;
