@@ -14,6 +14,7 @@
 //! println!("{}", report.summary);
 //! ```
 
+mod build;
 mod cc_config;
 mod encoder;
 pub mod engine;

@@ -28,7 +28,7 @@ type SenderSample = (
 );
 
 impl World {
-    pub(super) fn write_timeseries_header(&mut self) {
+    pub(crate) fn write_timeseries_header(&mut self) {
         if let Some(w) = &mut self.sinks.timeseries {
             if let Err(e) = writeln!(w, "{}", output::TIMESERIES_HEADER) {
                 self.io_error = Some(e);
@@ -41,7 +41,7 @@ impl World {
         }
     }
 
-    pub(super) fn write_frames_header(&mut self) {
+    pub(crate) fn write_frames_header(&mut self) {
         if let Some(w) = &mut self.sinks.frames {
             if let Err(e) = writeln!(w, "{}", output::FRAMES_HEADER) {
                 self.io_error = Some(e);

@@ -1,0 +1,375 @@
+//! The flows of a scenario: a `[[flow]]` to the `FlowSetup` its endpoints are
+//! built from when it starts (`world/endpoint/`).
+//!
+//! - Media and multipath-media flows build their encoder (a ladder trace
+//!   loaded), controller settings and packetizer alike (`media_parts`); a
+//!   media flow adds its loss recovery and player, a multipath one its
+//!   scheduler and per-path controllers.
+//! - A live flow's setup is [`crate::live::live_setup`]'s; TCP and CBR flows
+//!   take their few keys over the defaults.
+//! - [`MediaSetup`], [`media_setup`] and [`default_cc_config`] are public:
+//!   rtcc-net builds its real sessions from them, so that one scenario flow
+//!   runs the same in both.
+
+use rtcc_core::cc::CcConfig;
+use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConfig};
+use rtcc_core::media::ladder::LadderTrace;
+use rtcc_core::media::packetizer::Packetizer;
+use rtcc_core::media::player::PlayerConfig;
+use rtcc_core::multipath::SchedulerConfig;
+use rtcc_core::recovery::RecoveryConfig;
+use rtcc_core::session::multipath::{MultipathReceiverConfig, MultipathSenderConfig};
+use rtcc_core::session::receiver::ReceiverConfig;
+use rtcc_core::session::sender::SenderConfig;
+use rtcc_core::{Bitrate, Bytes, Duration};
+
+use super::DEFAULT_SCHEDULER;
+use crate::cc_config::cc_config;
+use crate::live::{self, LiveSetup};
+use crate::scenario::{EncoderSpec, FlowKind, FlowSpec, Scenario, ScenarioError};
+use crate::tcp::{TcpConfig, TcpVariant};
+use crate::world::World;
+
+/// A media flow's parts: what the simulator builds its endpoints from, and
+/// what the real transport (rtcc-net) builds its sessions from, so that one
+/// scenario flow runs the same in both.
+#[derive(Debug, Clone)]
+pub struct MediaSetup {
+    /// Sender session settings (controller, packetizer).
+    pub sender: SenderConfig,
+    /// Encoder model settings.
+    pub encoder: ParametricEncoderConfig,
+    /// Receiver session settings (feedback interval, player).
+    pub receiver: ReceiverConfig,
+}
+
+/// The media flow `name` of a scenario (the first media flow when `None`),
+/// as the simulator would build it. Errors name the flow.
+pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, ScenarioError> {
+    let found = sc.flows.iter().enumerate().find(|(_, f)| {
+        let f = f.get_ref();
+        *f.kind.get_ref() == FlowKind::Media && name.is_none_or(|n| f.name == n)
+    });
+    let Some((i, f)) = found else {
+        let what = match name {
+            Some(n) => format!("no media flow named \"{n}\""),
+            None => "the scenario has no media flow".to_string(),
+        };
+        return Err(sc.error(None, "flow", what));
+    };
+    // A media flow's setup does not depend on its bottleneck's capacity.
+    match World::flow_setup(sc, i, f.get_ref(), Bitrate::MAX)? {
+        FlowSetup::Media(m, None) => Ok(*m),
+        // rtcc-net builds a parametric encoder from `MediaSetup::encoder`.
+        FlowSetup::Media(_, Some(_)) => Err(sc.error(
+            None,
+            &format!("flow[{i}].encoder.kind"),
+            "the ladder encoder runs only in the simulator".to_string(),
+        )),
+        // `found` only matches media flows.
+        _ => Err(sc.error(None, "flow", "not a media flow".to_string())),
+    }
+}
+
+/// The controller settings a scenario flow would get from `cc = "<name>"` with
+/// no `[flow.cc_config]` table, for an encoder configured as `enc`.
+pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<CcConfig, String> {
+    cc_config(name, None, enc)
+}
+
+/// What a flow is built from (kept until its start time); a media flow with
+/// `encoder.kind = "ladder"` carries its ladder trace.
+pub(crate) enum FlowSetup {
+    Media(Box<MediaSetup>, Option<LadderTrace>),
+    Multipath(Box<MultipathSetup>, Option<LadderTrace>),
+    Live(Box<LiveSetup>),
+    Tcp(TcpConfig),
+    Cbr { rate: Bitrate, payload: Bytes },
+}
+
+/// What media and multipath-media flows build alike from their keys.
+struct MediaParts {
+    encoder: ParametricEncoderConfig,
+    ladder: Option<LadderTrace>,
+    cc: CcConfig,
+    packetizer: Packetizer,
+}
+
+/// A multipath-media flow's parts, as [`MediaSetup`] for a media flow.
+#[derive(Debug, Clone)]
+pub(crate) struct MultipathSetup {
+    pub(crate) sender: MultipathSenderConfig,
+    pub(crate) encoder: ParametricEncoderConfig,
+    pub(crate) receiver: MultipathReceiverConfig,
+}
+
+impl World {
+    /// The parts a media or multipath-media flow builds alike: encoder
+    /// (ladder trace loaded), controller settings, packetizer.
+    fn media_parts(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<MediaParts, ScenarioError> {
+        let key = |k: &str| format!("flow[{i}].{k}");
+        let enc_spec = f
+            .encoder
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .unwrap_or_default();
+        let enc_span = f.encoder.as_ref().map(|e| e.span());
+        let encoder = encoder_config(&enc_spec)
+            .map_err(|m| sc.error(enc_span.clone(), &key("encoder"), m))?;
+        encoder
+            .validate()
+            .map_err(|e| sc.error(enc_span.clone(), &key("encoder"), e.to_string()))?;
+        let ladder = match &enc_spec.trace {
+            // Validation resolved the path; a read or parse error names
+            // the file, line and field.
+            Some(t) if enc_spec.kind == "ladder" => {
+                let path = sc.resolve_path(t).map_err(|_| {
+                    sc.error(
+                        enc_span.clone(),
+                        &key("encoder.trace"),
+                        format!("trace file \"{t}\" not found"),
+                    )
+                })?;
+                Some(LadderTrace::load(&path).map_err(|e| {
+                    sc.error(enc_span.clone(), &key("encoder.trace"), e.to_string())
+                })?)
+            }
+            _ => None,
+        };
+        let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
+        let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
+            .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
+        let mut packetizer = Packetizer::default();
+        if let Some(m) = &f.mtu {
+            packetizer.mtu = *m.get_ref();
+        }
+        if let Some(h) = &f.header_overhead {
+            packetizer.header_overhead = *h.get_ref();
+        }
+        Ok(MediaParts {
+            encoder,
+            ladder,
+            cc,
+            packetizer,
+        })
+    }
+
+    /// The setup of flow `i`; `capacity` is the mean capacity of its
+    /// bottleneck over the run (a live flow's controller bounds depend on it).
+    pub(super) fn flow_setup(
+        sc: &Scenario,
+        i: usize,
+        f: &FlowSpec,
+        capacity: Bitrate,
+    ) -> Result<FlowSetup, ScenarioError> {
+        let key = |k: &str| format!("flow[{i}].{k}");
+        Ok(match *f.kind.get_ref() {
+            FlowKind::Live => FlowSetup::Live(Box::new(live::live_setup(sc, i, f, capacity)?)),
+            FlowKind::Media => {
+                let MediaParts {
+                    encoder,
+                    ladder,
+                    cc,
+                    packetizer,
+                } = Self::media_parts(sc, i, f)?;
+                let player = PlayerConfig::default();
+                let recovery =
+                    recovery_config(f.recovery.as_ref().map(|r| r.get_ref().as_str()), &player)
+                        .map_err(|m| {
+                            sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
+                        })?;
+                // The library's defaults (`SenderConfig::with_cc`,
+                // `ReceiverConfig::default`, as rtcc-net's `default_media`),
+                // overridden by the flow's keys.
+                let defaults = SenderConfig::with_cc(cc);
+                let media = Box::new(MediaSetup {
+                    sender: SenderConfig {
+                        packetizer,
+                        recovery: recovery.clone(),
+                        queue_time_limit: f
+                            .queue_time_limit
+                            .as_ref()
+                            .map_or(defaults.queue_time_limit, |l| l.get_ref().time()),
+                        frame_drop_queue_time: f
+                            .frame_drop_queue_time
+                            .as_ref()
+                            .map_or(defaults.frame_drop_queue_time, |l| l.get_ref().time()),
+                        ..defaults
+                    },
+                    encoder,
+                    receiver: ReceiverConfig {
+                        feedback_interval: f
+                            .feedback_interval
+                            .as_ref()
+                            .map_or(ReceiverConfig::default().feedback_interval, |d| {
+                                *d.get_ref()
+                            }),
+                        player,
+                        recovery,
+                    },
+                });
+                FlowSetup::Media(media, ladder)
+            }
+            FlowKind::MultipathMedia => {
+                let MediaParts {
+                    encoder,
+                    ladder,
+                    cc,
+                    packetizer,
+                } = Self::media_parts(sc, i, f)?;
+                let n = f.paths.as_ref().map_or(0, |p| p.get_ref().len());
+                let sched_name = f
+                    .scheduler
+                    .as_ref()
+                    .map_or(DEFAULT_SCHEDULER, |s| s.get_ref().as_str());
+                let scheduler = SchedulerConfig::default_for(sched_name).ok_or_else(|| {
+                    sc.error(
+                        f.scheduler.as_ref().map(|s| s.span()),
+                        &key("scheduler"),
+                        format!(
+                            "unknown scheduler \"{sched_name}\" (one of: {})",
+                            SchedulerConfig::NAMES.join(", ")
+                        ),
+                    )
+                })?;
+                let mut sender = MultipathSenderConfig::new(vec![cc; n], scheduler);
+                sender.packetizer = packetizer;
+                if let Some(m) = &f.max_total_bitrate {
+                    sender.max_total_bitrate = *m.get_ref();
+                }
+                if let Some(r) = &f.retransmit_buffer {
+                    sender.retransmit_buffer = *r.get_ref();
+                }
+                if let Some(l) = &f.queue_time_limit {
+                    sender.queue_time_limit = l.get_ref().time();
+                }
+                if let Some(l) = &f.frame_drop_queue_time {
+                    sender.frame_drop_queue_time = l.get_ref().time();
+                }
+                let mut receiver = MultipathReceiverConfig::new(n);
+                if let Some(d) = &f.feedback_interval {
+                    receiver.feedback_interval = *d.get_ref();
+                }
+                if let Some(w) = &f.max_wait {
+                    receiver.max_wait = *w.get_ref();
+                }
+                FlowSetup::Multipath(
+                    Box::new(MultipathSetup {
+                        sender,
+                        encoder,
+                        receiver,
+                    }),
+                    ladder,
+                )
+            }
+            FlowKind::Tcp => {
+                let mut c = TcpConfig::default();
+                if let Some(m) = &f.mss {
+                    c.mss = *m.get_ref();
+                }
+                if let Some(d) = &f.delayed_ack {
+                    c.delayed_ack = *d.get_ref();
+                }
+                if let Some(w) = &f.initial_cwnd {
+                    c.initial_cwnd_segments = *w.get_ref();
+                }
+                if let Some(r) = &f.min_rto {
+                    c.min_rto = *r.get_ref();
+                }
+                if let Some(l) = &f.abc_limit {
+                    c.abc_limit_segments = *l.get_ref();
+                }
+                c.variant = match f.cc.as_ref().map(|c| c.get_ref().as_str()) {
+                    Some("reno") => TcpVariant::Reno,
+                    Some("tahoe") => TcpVariant::Tahoe,
+                    Some("cubic") => TcpVariant::Cubic,
+                    _ => TcpVariant::NewReno,
+                };
+                FlowSetup::Tcp(c)
+            }
+            FlowKind::UdpCbr => FlowSetup::Cbr {
+                rate: f
+                    .rate
+                    .as_ref()
+                    .map(|r| *r.get_ref())
+                    .unwrap_or(Bitrate::mbps(1)),
+                payload: f
+                    .packet_size
+                    .as_ref()
+                    .map(|p| *p.get_ref())
+                    .unwrap_or(Bytes::new(1200)),
+            },
+        })
+    }
+}
+
+/// The loss recovery of a media flow (`recovery` key, default none). NACK's
+/// frame deadline is the player's: a packet is worth retransmitting while its
+/// frame can still be displayed, i.e. until `playout_delay + max_frame_wait`
+/// after capture (see `ArqConfig::frame_deadline`).
+fn recovery_config(name: Option<&str>, player: &PlayerConfig) -> Result<RecoveryConfig, String> {
+    let name = name.unwrap_or("none");
+    let mut r = RecoveryConfig::default_for(name).ok_or_else(|| {
+        format!(
+            "unknown loss recovery \"{name}\" (one of: {})",
+            RecoveryConfig::NAMES.join(", ")
+        )
+    })?;
+    if let RecoveryConfig::Nack(c) = &mut r {
+        c.frame_deadline = player.playout_delay + player.max_frame_wait;
+    }
+    Ok(r)
+}
+
+pub(crate) fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {
+    let d = ParametricEncoderConfig::default();
+    let etr = match &s.etr {
+        None => EtrModel::Constant(1.0),
+        Some(e) => {
+            let given = e.constant.is_some() as u8
+                + e.profile.is_some() as u8
+                + e.schedule.is_some() as u8
+                + e.distribution.is_some() as u8;
+            if given != 1 {
+                return Err(
+                    "`etr` needs exactly one of `constant`, `profile`, `schedule`, `distribution`"
+                        .into(),
+                );
+            }
+            if let Some(c) = e.constant {
+                EtrModel::Constant(c)
+            } else if let Some(p) = &e.profile {
+                EtrModel::profile(p).map_err(|e| e.to_string())?
+            } else if let Some(sch) = &e.schedule {
+                EtrModel::Schedule(sch.clone())
+            } else {
+                let name = e.distribution.as_deref().unwrap_or_default();
+                let need = |v: Option<f64>, k: &str| {
+                    v.ok_or_else(|| format!("etr distribution \"{name}\" needs `{k}`"))
+                };
+                let dist = match name {
+                    "uniform" => EtrDistribution::Uniform { lo: need(e.lo, "lo")?, hi: need(e.hi, "hi")? },
+                    "normal" => EtrDistribution::Normal { mean: need(e.mean, "mean")?, std: need(e.std, "std")? },
+                    "beta" => EtrDistribution::Beta { a: need(e.a, "a")?, b: need(e.b, "b")?, scale: e.scale.unwrap_or(1.0) },
+                    "empirical" => EtrDistribution::Empirical(e.values.clone().ok_or("etr distribution \"empirical\" needs `values`")?),
+                    other => return Err(format!("unknown etr distribution \"{other}\" (one of: uniform, normal, beta, empirical)")),
+                };
+                EtrModel::Distribution {
+                    dist,
+                    every: e.every.unwrap_or(Duration::from_secs(12)),
+                }
+            }
+        }
+    };
+    Ok(ParametricEncoderConfig {
+        fps: s.fps,
+        gop: s.gop,
+        i_frame_factor: s.i_frame_factor,
+        size_variability: s.size_variability,
+        reaction_delay: s.reaction_delay,
+        min_bitrate: s.min_bitrate,
+        max_bitrate: s.max_bitrate,
+        start_bitrate: s.start_bitrate.unwrap_or(d.start_bitrate),
+        etr,
+    })
+}
