@@ -408,3 +408,25 @@ fn recovery_traces_are_declared_and_apart_from_controllers() {
         );
     }
 }
+
+#[test]
+fn tfrc_leaves_slow_start_and_follows_the_drop() {
+    let s = drive("tfrc");
+    let state = series(&s, "state");
+    assert_eq!(code(state[0].1), 0, "TFRC starts before feedback (code 0)");
+    assert!(
+        state.iter().any(|&(_, c)| code(c) == 1) && state.iter().any(|&(_, c)| code(c) == 2),
+        "TFRC never goes through slow start (1) to congestion avoidance (2): {state:?}"
+    );
+    let events = series(&s, "loss_events");
+    assert!(
+        events.last().is_some_and(|&(_, n)| n >= 2.0),
+        "TFRC sees fewer than two loss events across a capacity drop: {events:?}"
+    );
+    let x = series(&s, "x_kbps");
+    assert!(
+        x.iter()
+            .any(|&(t, v)| (15.0..20.0).contains(&t) && v < 900.0),
+        "TFRC's X does not follow the drop to 600 kbps: {x:?}"
+    );
+}

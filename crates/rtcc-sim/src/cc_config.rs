@@ -13,9 +13,10 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
+use rtcc_core::cc::tfrc::TimeoutRule;
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
-    GccConfig, PudicaConfig, SqpConfig, WebRtcBbrConfig,
+    GccConfig, PudicaConfig, SqpConfig, TfrcConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
@@ -499,6 +500,62 @@ pub(crate) fn cc_config(
             c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::Camel(Box::new(c)))
         }
+        "tfrc" => {
+            // Tunables of docs/algorithms/tfrc.md ("Parameters").
+            k.check(
+                &[
+                    BOUNDS,
+                    &[
+                        "segment_size",
+                        "b",
+                        "t_rto",
+                        "q",
+                        "oscillation_prevention",
+                        "q2",
+                        "ndupack",
+                        "n",
+                        "history_discounting",
+                        "discount_threshold",
+                        "t_mbi",
+                        "data_limited_detection",
+                    ],
+                ]
+                .concat(),
+            )?;
+            let mut c = TfrcConfig::default();
+            (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
+            // Ranges are checked together by `validate` below.
+            set(&mut c.segment_size, k.bytes("segment_size")?);
+            set(&mut c.b, k.number("b")?);
+            let rules = [
+                ("4r", TimeoutRule::FourR),
+                ("max-4r-1s", TimeoutRule::FourRFloorOneSecond),
+            ];
+            set(&mut c.t_rto, k.choice("t_rto", &rules)?);
+            set(&mut c.q, k.number("q")?);
+            set(
+                &mut c.oscillation_prevention,
+                k.flag("oscillation_prevention")?,
+            );
+            set(&mut c.q2, k.number("q2")?);
+            set(&mut c.ndupack, k.count("ndupack")?);
+            set(&mut c.loss_history.n, k.count("n")?);
+            set(
+                &mut c.loss_history.discounting,
+                k.flag("history_discounting")?,
+            );
+            set(
+                &mut c.loss_history.discount_threshold,
+                k.number("discount_threshold")?,
+            );
+            set(&mut c.t_mbi, k.duration("t_mbi")?);
+            set(
+                &mut c.data_limited_detection,
+                k.flag("data_limited_detection")?,
+            );
+            c.validate().map_err(|e| e.to_string())?;
+            Ok(CcConfig::Tfrc(c))
+        }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }
 }
@@ -935,6 +992,50 @@ mod tests {
             Err("`beta`: expected a number in (0, 1), got 1".to_string())
         );
         assert!(parse("cubic", "ssthresh = 3").is_err());
+    }
+
+    #[test]
+    fn tfrc_full_table() {
+        let text = format!(
+            "{BOUNDS_TOML}segment_size = \"1000B\"\nb = 2\nt_rto = \"max-4r-1s\"\nq = 0.5\n\
+             oscillation_prevention = false\nq2 = 0.8\nndupack = 4\nn = 6\n\
+             history_discounting = true\ndiscount_threshold = 0.25\nt_mbi = \"32s\"\n\
+             data_limited_detection = false"
+        );
+        let mut want = TfrcConfig::default();
+        (want.start_bitrate, want.min_bitrate, want.max_bitrate) = BOUNDS_SET;
+        want.segment_size = Bytes::new(1000);
+        want.b = 2.0;
+        want.t_rto = TimeoutRule::FourRFloorOneSecond;
+        want.q = 0.5;
+        want.oscillation_prevention = false;
+        want.q2 = 0.8;
+        want.ndupack = 4;
+        want.loss_history.n = 6;
+        want.loss_history.discounting = true;
+        want.loss_history.discount_threshold = 0.25;
+        want.t_mbi = Duration::from_secs(32);
+        want.data_limited_detection = false;
+        assert_eq!(parse("tfrc", &text), Ok(CcConfig::Tfrc(want)));
+        // Defaults are RFC 5348's, with the encoder's bounds.
+        let Ok(CcConfig::Tfrc(c)) = parse("tfrc", "") else {
+            panic!("tfrc")
+        };
+        assert_eq!((c.q, c.loss_history.n, c.ndupack), (0.9, 8, 3));
+        assert_eq!(c.t_rto, TimeoutRule::FourR);
+        assert_eq!(
+            parse("tfrc", "q = 1"),
+            Err("tfrc: q = 1 is out of range ([0, 1))".to_string())
+        );
+        assert_eq!(
+            parse("tfrc", "n = 0"),
+            Err("tfrc: n = 0 is out of range ([1, 32])".to_string())
+        );
+        assert_eq!(
+            parse("tfrc", "t_rto = \"4R\""),
+            Err("`t_rto`: expected \"4r\" or \"max-4r-1s\", got \"4R\"".to_string())
+        );
+        assert!(parse("tfrc", "w_init = 3").is_err());
     }
 
     #[test]

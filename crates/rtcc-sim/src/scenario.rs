@@ -501,7 +501,7 @@ pub struct FlowSpec {
     pub kind: Spanned<FlowKind>,
     /// Congestion controller (media, live and multipath-media, where it is
     /// every path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr |
-    /// copa | cubic | sqp | pudica; tcp: newreno | reno | tahoe | cubic; a
+    /// copa | cubic | tfrc | sqp | pudica; tcp: newreno | reno | tahoe | cubic; a
     /// media "cubic" is the core's RFC 9438 + RFC 9002 controller, a tcp
     /// "cubic" the simulator's TCP sender with the same window function).
     /// Required for media flows; a live flow defaults to "bbr" (§VII).

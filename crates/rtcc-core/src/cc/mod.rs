@@ -14,6 +14,7 @@ pub mod gcc;
 pub mod pudica;
 pub mod sqp;
 pub mod svc_probing;
+pub mod tfrc;
 pub mod webrtc_bbr;
 
 use crate::media::frame::FrameInfo;
@@ -31,6 +32,7 @@ pub use gcc::{Gcc, GccConfig};
 pub use pudica::{Pudica, PudicaConfig};
 pub use sqp::{Sqp, SqpConfig};
 pub use svc_probing::{SvcProbing, SvcProbingConfig};
+pub use tfrc::{Tfrc, TfrcConfig};
 pub use webrtc_bbr::{WebRtcBbr, WebRtcBbrConfig};
 
 /// How the sender may emit packets right now.
@@ -232,6 +234,8 @@ pub enum CcConfig {
     DelayBbr(DelayBbrConfig),
     /// WebRTC-BBR: BBR v1 as once shipped in libwebrtc (docs/algorithms/webrtc-bbr.md).
     WebRtcBbr(WebRtcBbrConfig),
+    /// TFRC, TCP Friendly Rate Control (RFC 5348).
+    Tfrc(TfrcConfig),
 }
 
 impl CcConfig {
@@ -260,6 +264,7 @@ impl CcConfig {
         "pudica",
         "delay-bbr",
         "webrtc-bbr",
+        "tfrc",
     ];
 
     /// The default configuration of the built-in controller `name` (one of
@@ -276,6 +281,7 @@ impl CcConfig {
             "bbr" => Some(CcConfig::Bbr(BbrConfig::default())),
             "delay-bbr" => Some(CcConfig::DelayBbr(DelayBbrConfig::default())),
             "webrtc-bbr" => Some(CcConfig::WebRtcBbr(WebRtcBbrConfig::default())),
+            "tfrc" => Some(CcConfig::Tfrc(TfrcConfig::default())),
             _ => None,
         }
     }
@@ -293,6 +299,7 @@ impl CcConfig {
             CcConfig::Bbr(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::DelayBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
             CcConfig::WebRtcBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
+            CcConfig::Tfrc(c) => (c.min_bitrate, c.max_bitrate),
         }
     }
 
@@ -311,6 +318,7 @@ impl CcConfig {
             CcConfig::WebRtcBbr(c) => {
                 Controller::WebRtcBbr(Box::new(WebRtcBbr::new(now, c.clone())))
             }
+            CcConfig::Tfrc(c) => Controller::Tfrc(Box::new(Tfrc::new(now, c.clone()))),
         }
     }
 }
@@ -339,6 +347,8 @@ pub enum Controller {
     DelayBbr(Box<DelayBbr>),
     /// WebRTC-BBR.
     WebRtcBbr(Box<WebRtcBbr>),
+    /// TFRC (RFC 5348).
+    Tfrc(Box<Tfrc>),
 }
 
 macro_rules! dispatch {
@@ -354,6 +364,7 @@ macro_rules! dispatch {
             Controller::Bbr($c) => $e,
             Controller::DelayBbr($c) => $e,
             Controller::WebRtcBbr($c) => $e,
+            Controller::Tfrc($c) => $e,
         }
     };
 }
