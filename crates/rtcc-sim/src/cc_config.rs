@@ -13,10 +13,12 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
+use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, Search};
 use rtcc_core::cc::tfrc::TimeoutRule;
+use rtcc_core::media::svc::LayerLadder;
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
-    GccConfig, PudicaConfig, SqpConfig, TfrcConfig, WebRtcBbrConfig,
+    GccConfig, PudicaConfig, SqpConfig, SvcProbingConfig, TfrcConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
@@ -556,6 +558,83 @@ pub(crate) fn cc_config(
             c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::Tfrc(c))
         }
+        "svc-probing" => {
+            // Tunables of docs/algorithms/svc-probing.md ("Parameters"); the
+            // layers are uniform (`layers` × `layer_rate`), as in §4.2.
+            k.check(&[
+                "layers",
+                "layer_rate",
+                "train_length",
+                "initial_probe",
+                "back_to_back_rate",
+                "threshold_fs_high",
+                "threshold_fs_low",
+                "fs_rate_split",
+                "search",
+                "binary_trains",
+                "max_start_trains",
+                "plr_a",
+                "probe_backoff_max",
+                "probe_interval",
+                "packet_size",
+                "loss_window",
+                "loss_min_packets",
+                "rtt_close",
+                "pacing_gain",
+                "train_timeout",
+                "reestimate_interval",
+            ])?;
+            let mut c = SvcProbingConfig::default();
+            let layers: Option<usize> = k.count("layers")?;
+            let step = k.rate("layer_rate")?;
+            if layers.is_some() || step.is_some() {
+                let n = layers.unwrap_or(c.ladder.len());
+                if !(1..=1000).contains(&n) {
+                    return Err(format!("`layers` = {n} must be in [1, 1000]"));
+                }
+                let step = step.unwrap_or(c.ladder.step(1));
+                c.ladder = LayerLadder::uniform(n, step)
+                    .map_err(|e| format!("`layer_rate` = {step}: {e}"))?;
+            }
+            set(&mut c.train_length, k.count("train_length")?);
+            match k.table.get("initial_probe").and_then(|v| v.as_str()) {
+                None => {}
+                Some("top-layer") => c.initial_probe = InitialProbe::TopLayer,
+                Some("back-to-back") => c.initial_probe = InitialProbe::BackToBack,
+                _ => {
+                    let r = k.rate("initial_probe").map_err(|e| {
+                        format!("{e} (or \"top-layer\", \"back-to-back\")")
+                    })?;
+                    if let Some(r) = r {
+                        c.initial_probe = InitialProbe::Rate(r);
+                    }
+                }
+            }
+            set(&mut c.back_to_back_rate, k.rate("back_to_back_rate")?);
+            set(&mut c.threshold_fs_high, k.number("threshold_fs_high")?);
+            set(&mut c.threshold_fs_low, k.number("threshold_fs_low")?);
+            set(&mut c.fs_rate_split, k.rate("fs_rate_split")?);
+            let searches = [("top-down", Search::TopDown), ("binary", Search::Binary)];
+            set(&mut c.search, k.choice("search", &searches)?);
+            set(&mut c.binary_trains, k.count("binary_trains")?);
+            set(&mut c.max_start_trains, k.count("max_start_trains")?);
+            set(&mut c.plr_a, k.number("plr_a")?);
+            set(&mut c.probe_backoff_max, k.duration("probe_backoff_max")?);
+            let readings = [
+                ("literal", ProbeInterval::Literal),
+                ("tcp", ProbeInterval::Tcp),
+            ];
+            set(&mut c.probe_interval, k.choice("probe_interval", &readings)?);
+            set(&mut c.packet_size, k.bytes("packet_size")?);
+            set(&mut c.loss_window, k.duration("loss_window")?);
+            set(&mut c.loss_min_packets, k.count("loss_min_packets")?);
+            set(&mut c.rtt_close, k.number("rtt_close")?);
+            set(&mut c.pacing_gain, k.number("pacing_gain")?);
+            set(&mut c.train_timeout, k.duration("train_timeout")?);
+            set(&mut c.reestimate_interval, k.duration("reestimate_interval")?);
+            c.validate().map_err(|e| e.to_string())?;
+            Ok(CcConfig::SvcProbing(Box::new(c)))
+        }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }
 }
@@ -992,6 +1071,43 @@ mod tests {
             Err("`beta`: expected a number in (0, 1), got 1".to_string())
         );
         assert!(parse("cubic", "ssthresh = 3").is_err());
+    }
+
+    #[test]
+    fn svc_probing_table() {
+        let text = "layers = 10\nlayer_rate = \"200kbps\"\ntrain_length = 20\n\
+             initial_probe = \"40Mbps\"\nsearch = \"binary\"\nbinary_trains = 5\n\
+             threshold_fs_high = 0.63\nthreshold_fs_low = 0.63\nplr_a = 0.5\n\
+             probe_interval = \"tcp\"\nreestimate_interval = \"20s\"";
+        let mut want = SvcProbingConfig {
+            ladder: LayerLadder::uniform(10, Bitrate::kbps(200)).unwrap(),
+            train_length: 20,
+            initial_probe: InitialProbe::Rate(Bitrate::mbps(40)),
+            search: Search::Binary,
+            binary_trains: 5,
+            threshold_fs_high: 0.63,
+            threshold_fs_low: 0.63,
+            plr_a: 0.5,
+            probe_interval: ProbeInterval::Tcp,
+            ..SvcProbingConfig::default()
+        };
+        want.reestimate_interval = Duration::from_secs(20);
+        assert_eq!(
+            parse("svc-probing", text),
+            Ok(CcConfig::SvcProbing(Box::new(want)))
+        );
+        let Ok(CcConfig::SvcProbing(c)) = parse("svc-probing", "initial_probe = \"back-to-back\"")
+        else {
+            panic!("svc-probing")
+        };
+        assert_eq!(c.initial_probe, InitialProbe::BackToBack);
+        let e = parse("svc-probing", "initial_probe = \"fast\"").unwrap_err();
+        assert!(e.contains("initial_probe") && e.contains("top-layer"), "{e}");
+        let e = parse("svc-probing", "train_length = 2").unwrap_err();
+        assert!(e.contains("train_length") && e.contains(">= 3"), "{e}");
+        let e = parse("svc-probing", "layers = 0").unwrap_err();
+        assert!(e.contains("layers"), "{e}");
+        assert!(parse("svc-probing", "max_bitrate = \"1Mbps\"").is_err());
     }
 
     #[test]

@@ -236,6 +236,9 @@ pub enum CcConfig {
     WebRtcBbr(WebRtcBbrConfig),
     /// TFRC, TCP Friendly Rate Control (RFC 5348).
     Tfrc(TfrcConfig),
+    /// SVC layers with top-down packet-train probing
+    /// (papers/svc-topdown-probing.txt §3).
+    SvcProbing(Box<SvcProbingConfig>),
 }
 
 impl CcConfig {
@@ -265,6 +268,7 @@ impl CcConfig {
         "delay-bbr",
         "webrtc-bbr",
         "tfrc",
+        "svc-probing",
     ];
 
     /// The default configuration of the built-in controller `name` (one of
@@ -282,6 +286,7 @@ impl CcConfig {
             "delay-bbr" => Some(CcConfig::DelayBbr(DelayBbrConfig::default())),
             "webrtc-bbr" => Some(CcConfig::WebRtcBbr(WebRtcBbrConfig::default())),
             "tfrc" => Some(CcConfig::Tfrc(TfrcConfig::default())),
+            "svc-probing" => Some(CcConfig::SvcProbing(Box::default())),
             _ => None,
         }
     }
@@ -300,6 +305,7 @@ impl CcConfig {
             CcConfig::DelayBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
             CcConfig::WebRtcBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
             CcConfig::Tfrc(c) => (c.min_bitrate, c.max_bitrate),
+            CcConfig::SvcProbing(c) => (c.ladder.rate(1), c.ladder.rate(c.ladder.len())),
         }
     }
 
@@ -319,6 +325,9 @@ impl CcConfig {
                 Controller::WebRtcBbr(Box::new(WebRtcBbr::new(now, c.clone())))
             }
             CcConfig::Tfrc(c) => Controller::Tfrc(Box::new(Tfrc::new(now, c.clone()))),
+            CcConfig::SvcProbing(c) => {
+                Controller::SvcProbing(Box::new(SvcProbing::new(now, (**c).clone())))
+            }
         }
     }
 }
@@ -349,6 +358,8 @@ pub enum Controller {
     WebRtcBbr(Box<WebRtcBbr>),
     /// TFRC (RFC 5348).
     Tfrc(Box<Tfrc>),
+    /// SVC top-down probing.
+    SvcProbing(Box<SvcProbing>),
 }
 
 macro_rules! dispatch {
@@ -365,6 +376,7 @@ macro_rules! dispatch {
             Controller::DelayBbr($c) => $e,
             Controller::WebRtcBbr($c) => $e,
             Controller::Tfrc($c) => $e,
+            Controller::SvcProbing($c) => $e,
         }
     };
 }
