@@ -15,12 +15,12 @@ use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
 use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, Search};
 use rtcc_core::cc::tfrc::TimeoutRule;
-use rtcc_core::media::svc::LayerLadder;
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
     GccConfig, PudicaConfig, SqpConfig, SvcProbingConfig, TfrcConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
+use rtcc_core::media::svc::LayerLadder;
 use rtcc_core::{Bitrate, Bytes, Duration};
 
 /// The keys [`Keys::bounds`] reads, first in every list of allowed keys.
@@ -602,9 +602,9 @@ pub(crate) fn cc_config(
                 Some("top-layer") => c.initial_probe = InitialProbe::TopLayer,
                 Some("back-to-back") => c.initial_probe = InitialProbe::BackToBack,
                 _ => {
-                    let r = k.rate("initial_probe").map_err(|e| {
-                        format!("{e} (or \"top-layer\", \"back-to-back\")")
-                    })?;
+                    let r = k
+                        .rate("initial_probe")
+                        .map_err(|e| format!("{e} (or \"top-layer\", \"back-to-back\")"))?;
                     if let Some(r) = r {
                         c.initial_probe = InitialProbe::Rate(r);
                     }
@@ -624,14 +624,20 @@ pub(crate) fn cc_config(
                 ("literal", ProbeInterval::Literal),
                 ("tcp", ProbeInterval::Tcp),
             ];
-            set(&mut c.probe_interval, k.choice("probe_interval", &readings)?);
+            set(
+                &mut c.probe_interval,
+                k.choice("probe_interval", &readings)?,
+            );
             set(&mut c.packet_size, k.bytes("packet_size")?);
             set(&mut c.loss_window, k.duration("loss_window")?);
             set(&mut c.loss_min_packets, k.count("loss_min_packets")?);
             set(&mut c.rtt_close, k.number("rtt_close")?);
             set(&mut c.pacing_gain, k.number("pacing_gain")?);
             set(&mut c.train_timeout, k.duration("train_timeout")?);
-            set(&mut c.reestimate_interval, k.duration("reestimate_interval")?);
+            set(
+                &mut c.reestimate_interval,
+                k.duration("reestimate_interval")?,
+            );
             c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::SvcProbing(Box::new(c)))
         }
@@ -1102,7 +1108,10 @@ mod tests {
         };
         assert_eq!(c.initial_probe, InitialProbe::BackToBack);
         let e = parse("svc-probing", "initial_probe = \"fast\"").unwrap_err();
-        assert!(e.contains("initial_probe") && e.contains("top-layer"), "{e}");
+        assert!(
+            e.contains("initial_probe") && e.contains("top-layer"),
+            "{e}"
+        );
         let e = parse("svc-probing", "train_length = 2").unwrap_err();
         assert!(e.contains("train_length") && e.contains(">= 3"), "{e}");
         let e = parse("svc-probing", "layers = 0").unwrap_err();

@@ -41,22 +41,29 @@ fn alone_it_finds_the_link_and_holds_the_layers_that_fit() {
         let flow = &report.summary["flows"][0];
         let ctx = format!("seed {seed}");
         let estimate = traced(&dir, "estimate_kbps")[0].1;
-        assert!((estimate - 1250.0).abs() <= 25.0, "{ctx}: estimate {estimate} kbps");
-        let trains = traced(&dir, "start_trains")[0].1;
-        assert_eq!(trains, 2.0, "{ctx}: start-phase trains");
-        let layers: Vec<f64> = traced(&dir, "layers")
+        assert!(
+            (estimate - 1250.0).abs() <= 25.0,
+            "{ctx}: estimate {estimate} kbps"
+        );
+        let trains = traced(&dir, "start_trains")[0].1.round() as u32;
+        assert_eq!(trains, 2, "{ctx}: start-phase trains");
+        let layers: Vec<u32> = traced(&dir, "layers")
             .into_iter()
             .filter(|&(t, _)| t >= 10.0)
-            .map(|(_, l)| l)
+            .map(|(_, l)| l.round() as u32)
             .collect();
-        let at_12 = layers.iter().filter(|&&l| l == 12.0).count() as f64 / layers.len() as f64;
-        let top = layers.iter().cloned().fold(0.0, f64::max);
-        let low = layers.iter().cloned().fold(f64::MAX, f64::min);
-        assert!(at_12 >= 0.85, "{ctx}: 12 layers {:.0} % of 10-60 s", at_12 * 100.0);
-        assert_eq!((low, top), (12.0, 13.0), "{ctx}: layers in 10-60 s");
+        let at_12 = layers.iter().filter(|&&l| l == 12).count() as f64 / layers.len() as f64;
+        let top = layers.iter().copied().max().unwrap();
+        let low = layers.iter().copied().min().unwrap();
+        assert!(
+            at_12 >= 0.85,
+            "{ctx}: 12 layers {:.0} % of 10-60 s",
+            at_12 * 100.0
+        );
+        assert_eq!((low, top), (12, 13), "{ctx}: layers in 10-60 s");
         let loss = flow["loss_rate"].as_f64().unwrap();
         let stall = flow["stall_ratio"].as_f64().unwrap();
         assert!(loss <= 0.005, "{ctx}: loss {loss}");
-        assert_eq!(stall, 0.0, "{ctx}: stall");
+        assert!(stall <= 0.0, "{ctx}: stall {stall}");
     }
 }
