@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
-use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, Search};
+use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, ProbeSuccess, Search};
 use rtcc_core::cc::tfrc::TimeoutRule;
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
@@ -576,6 +576,8 @@ pub(crate) fn cc_config(
                 "plr_a",
                 "probe_backoff_max",
                 "probe_interval",
+                "probe_success",
+                "probe_tolerance",
                 "packet_size",
                 "loss_window",
                 "loss_min_packets",
@@ -628,6 +630,12 @@ pub(crate) fn cc_config(
                 &mut c.probe_interval,
                 k.choice("probe_interval", &readings)?,
             );
+            let judges = [
+                ("trend", ProbeSuccess::Trend),
+                ("received-rate", ProbeSuccess::ReceivedRate),
+            ];
+            set(&mut c.probe_success, k.choice("probe_success", &judges)?);
+            set(&mut c.probe_tolerance, k.number("probe_tolerance")?);
             set(&mut c.packet_size, k.bytes("packet_size")?);
             set(&mut c.loss_window, k.duration("loss_window")?);
             set(&mut c.loss_min_packets, k.count("loss_min_packets")?);

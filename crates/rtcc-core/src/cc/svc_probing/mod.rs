@@ -73,6 +73,17 @@ pub enum ProbeInterval {
     Tcp,
 }
 
+/// How a transmission-phase probe is judged (design note, I10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeSuccess {
+    /// §3.2 as read: the probe train shows no increasing delay trend (FS at
+    /// most threshold_FS) and lost nothing.
+    Trend,
+    /// The start phase's bound applied to probes: the train's received rate
+    /// reaches its probing rate within `probe_tolerance`, and it lost nothing.
+    ReceivedRate,
+}
+
 /// Configuration of [`SvcProbing`] (design note, "Parameters").
 #[derive(Debug, Clone, PartialEq)]
 pub struct SvcProbingConfig {
@@ -102,6 +113,11 @@ pub struct SvcProbingConfig {
     pub probe_backoff_max: Duration,
     /// Reading of eq. 12 (I4).
     pub probe_interval: ProbeInterval,
+    /// How a probe is judged (I10).
+    pub probe_success: ProbeSuccess,
+    /// Shortfall of R_out below R_in still counted as a success under
+    /// [`ProbeSuccess::ReceivedRate`] (ours, I10).
+    pub probe_tolerance: f64,
     /// s of eq. 12 (§4.2: 1000 B).
     pub packet_size: Bytes,
     /// Window of the normal-period loss rate (I5: 1 s).
@@ -136,6 +152,8 @@ impl Default for SvcProbingConfig {
             plr_a: 0.3,
             probe_backoff_max: Duration::from_secs(10),
             probe_interval: ProbeInterval::Literal,
+            probe_success: ProbeSuccess::Trend,
+            probe_tolerance: 0.05,
             packet_size: Bytes::new(1000),
             loss_window: Duration::from_secs(1),
             loss_min_packets: 20,
@@ -185,6 +203,13 @@ impl SvcProbingConfig {
             if !unit(v) {
                 return err(key, v.to_string(), "in (0, 1]");
             }
+        }
+        if !(self.probe_tolerance.is_finite() && (0.0..1.0).contains(&self.probe_tolerance)) {
+            return err(
+                "probe_tolerance",
+                self.probe_tolerance.to_string(),
+                "in [0, 1)",
+            );
         }
         if !(self.rtt_close.is_finite() && self.rtt_close >= 0.0) {
             return err("rtt_close", self.rtt_close.to_string(), ">= 0");
@@ -496,7 +521,14 @@ impl SvcProbing {
                 }
             }
             Phase::Probing => {
-                if trend {
+                let failed = match self.config.probe_success {
+                    ProbeSuccess::Trend => trend,
+                    ProbeSuccess::ReceivedRate => {
+                        let floor = r.r_in.mul_f64(1.0 - self.config.probe_tolerance);
+                        r.lost > 0 || r.r_out.is_none_or(|out| out < floor)
+                    }
+                };
+                if failed {
                     // The probe failed: give the layer back, back off (eq. 13).
                     self.level = (self.level - 1).max(1);
                     let t = self.eq13();

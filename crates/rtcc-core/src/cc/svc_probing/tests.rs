@@ -473,3 +473,27 @@ fn config_ranges_are_checked() {
     };
     assert_eq!(bad.validate().unwrap_err().key, "loss_window");
 }
+
+#[test]
+fn the_received_rate_judge_accepts_a_probe_the_trend_judge_rejects() {
+    // 1.15 Mbps link from 11 layers: the 1200 kbps probe queues (FS = 1,
+    // rejected by the trend) but arrives at 1150 kbps, within 5 % of 1200
+    // (I10), so the received-rate judge keeps the 12th layer.
+    for (judge, want) in [(ProbeSuccess::Trend, 11), (ProbeSuccess::ReceivedRate, 12)] {
+        let c = SvcProbingConfig {
+            initial_probe: InitialProbe::Rate(Bitrate::kbps(1100)),
+            probe_success: judge,
+            ..config()
+        };
+        let mut h = Harness::new(c, Bitrate::kbps(1150));
+        h.until_start_done();
+        assert_eq!(h.cc.level(), 11);
+        while h.cc.phase != Phase::Probing {
+            h.run_until(h.now + Duration::from_millis(1));
+        }
+        while h.cc.phase == Phase::Probing {
+            h.run_until(h.now + Duration::from_millis(1));
+        }
+        assert_eq!(h.cc.level(), want, "{judge:?}");
+    }
+}
