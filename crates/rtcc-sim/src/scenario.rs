@@ -407,6 +407,25 @@ impl FlowKind {
     }
 }
 
+/// `on_off = { ... }` of a udp-cbr flow: ns-2's Pareto on/off source
+/// (`Application/Traffic/Pareto`): bursts and idle times drawn from Pareto
+/// distributions with these means and this shape; `rate` while on.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnOffSpec {
+    /// Mean burst (on) time.
+    pub on: Duration,
+    /// Mean idle (off) time.
+    pub off: Duration,
+    /// Pareto shape α (> 1 so that the means exist; ns-2's default 1.5).
+    #[serde(default = "default_pareto_shape")]
+    pub shape: f64,
+}
+
+fn default_pareto_shape() -> f64 {
+    1.5
+}
+
 /// `encoder = { ... }` of a media flow.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -550,6 +569,12 @@ pub struct FlowSpec {
     pub rate: Option<Spanned<Bitrate>>,
     /// udp-cbr: payload bytes per packet (default 1200).
     pub packet_size: Option<Spanned<Bytes>>,
+    /// udp-cbr: send in Pareto on/off bursts instead of constantly.
+    pub on_off: Option<Spanned<OnOffSpec>>,
+    /// udp-cbr: packet sizes drawn from a mix instead of `packet_size`;
+    /// `"internet"` = 40 B 40 %, 550 B 50 %, 1500 B 10 % on the wire
+    /// (papers/svc-topdown-probing.txt §4.1).
+    pub packet_mix: Option<Spanned<String>>,
     /// tcp: segment payload (default 1448 B).
     pub mss: Option<Spanned<Bytes>>,
     /// tcp: delayed ACKs (default false).
@@ -1379,6 +1404,47 @@ impl Scenario {
             "packet_size",
             &[UdpCbr],
         )?;
+        not_for(spec.on_off.as_ref().map(|s| s.span()), "on_off", &[UdpCbr])?;
+        not_for(
+            spec.packet_mix.as_ref().map(|s| s.span()),
+            "packet_mix",
+            &[UdpCbr],
+        )?;
+        if let Some(o) = &spec.on_off {
+            let v = o.get_ref();
+            let problem = if v.on.is_zero() || v.off.is_zero() {
+                Some(format!(
+                    "on = {} and off = {} must both be positive",
+                    v.on, v.off
+                ))
+            } else if !(v.shape.is_finite() && v.shape > 1.0 && v.shape <= 100.0) {
+                Some(format!(
+                    "shape = {} must be in (1, 100] (the mean of a Pareto law needs shape > 1)",
+                    v.shape
+                ))
+            } else {
+                None
+            };
+            if let Some(msg) = problem {
+                return Err(self.error(Some(o.span()), &key("on_off"), msg));
+            }
+        }
+        if let Some(m) = &spec.packet_mix {
+            if m.get_ref() != "internet" {
+                return Err(self.error(
+                    Some(m.span()),
+                    &key("packet_mix"),
+                    format!("unknown packet mix \"{}\" (one of: internet)", m.get_ref()),
+                ));
+            }
+            if let Some(p) = &spec.packet_size {
+                return Err(self.error(
+                    Some(p.span()),
+                    &key("packet_size"),
+                    "give `packet_size` or `packet_mix`, not both",
+                ));
+            }
+        }
         not_for(spec.mss.as_ref().map(|s| s.span()), "mss", &[Tcp])?;
         not_for(
             spec.delayed_ack.as_ref().map(|s| s.span()),

@@ -84,7 +84,14 @@ pub(crate) enum FlowSetup {
     Multipath(Box<MultipathSetup>, Option<LadderTrace>),
     Live(Box<LiveSetup>),
     Tcp(TcpConfig),
-    Cbr { rate: Bitrate, payload: Bytes },
+    Cbr {
+        rate: Bitrate,
+        payload: Bytes,
+        /// Pareto on/off bursts instead of constant sending.
+        on_off: Option<crate::scenario::OnOffSpec>,
+        /// Packet sizes from the "internet" mix instead of `payload`.
+        mix: bool,
+    },
 }
 
 /// What media and multipath-media flows build alike from their keys.
@@ -298,6 +305,8 @@ impl World {
                     .as_ref()
                     .map(|p| *p.get_ref())
                     .unwrap_or(Bytes::new(1200)),
+                on_off: f.on_off.as_ref().map(|o| *o.get_ref()),
+                mix: f.packet_mix.is_some(),
             },
         })
     }

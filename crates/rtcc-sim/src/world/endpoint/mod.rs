@@ -73,7 +73,12 @@ impl World {
             FlowSetup::Multipath(m, ladder) => self.start_multipath(fi, *m, ladder),
             FlowSetup::Live(l) => self.start_live(fi, *l),
             FlowSetup::Tcp(cfg) => self.start_tcp(fi, cfg),
-            FlowSetup::Cbr { rate, payload } => self.start_cbr(fi, rate, payload),
+            FlowSetup::Cbr {
+                rate,
+                payload,
+                on_off,
+                mix,
+            } => self.start_cbr(fi, rate, payload, on_off, mix),
         }
     }
 
