@@ -128,8 +128,9 @@ pub struct SvcProbingConfig {
     pub rtt_close: f64,
     /// Pacing rate in normal periods, × the subscribed rate (I8).
     pub pacing_gain: f64,
-    /// A train not fully reported this long after its last packet left is
-    /// judged with its unreported packets as lost (ours).
+    /// A train not fully reported this long (or two smoothed RTTs, if
+    /// longer) after its last packet left is judged with its unreported
+    /// packets as lost (ours).
     pub train_timeout: Duration,
     /// Restart the start phase this often (§4.1.3: "estimated every 20 s");
     /// zero = never (the default: §3's controller estimates once).
@@ -555,8 +556,14 @@ impl SvcProbing {
         self.start_train(self.config.ladder.rate(self.level));
     }
 
+    /// When a fully sent train is judged with what was reported: after
+    /// `train_timeout` or two smoothed RTTs, whichever is longer; never
+    /// before an RTT is known (the first report is awaited: on a 1.2 s RTT
+    /// path a fixed 1 s timeout judged every train lost).
     fn train_deadline(&self) -> Option<Instant> {
-        self.train_sent_at.map(|t| t + self.config.train_timeout)
+        let srtt = self.srtt?;
+        self.train_sent_at
+            .map(|t| t + self.config.train_timeout.max(srtt * 2))
     }
 
     /// Normal-period decisions after a report (eqs. 14–15).

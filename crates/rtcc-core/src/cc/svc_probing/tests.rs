@@ -415,8 +415,31 @@ fn trains_pace_at_their_rate_and_ask_for_padding_until_sent() {
     }
     assert!(cc.poll_probe(Instant::from_millis(120)).is_none());
     assert_eq!(cc.send_budget().pacing_rate, Bitrate::kbps(125));
-    // Never reported: after the train timeout it is judged lossy (a trend),
-    // and the next train starts at half the rate (no R_out).
+    // No RTT known yet: the train waits for the first report.
+    assert_eq!(cc.poll_timeout(), None);
+    // The first packet is reported (RTT 40 ms), the others never are:
+    // after max(train_timeout, 2 RTT) = 1 s the train is judged lossy (a
+    // trend), and the next train starts at half the rate (no R_out).
+    let first = SentPacket {
+        seq: 0,
+        size: SIZE,
+        send_time: Instant::ZERO,
+        kind: PacketKind::Padding,
+        frame_id: None,
+        first_in_frame: false,
+        last_in_frame: false,
+        bytes_in_flight: Bytes::ZERO,
+    };
+    cc.on_feedback(
+        Instant::from_millis(40),
+        &FeedbackReport {
+            report_time: Instant::from_millis(20),
+            packets: vec![PacketResult {
+                sent: first,
+                arrival: Some(Instant::from_millis(20)),
+            }],
+        },
+    );
     assert_eq!(
         cc.poll_timeout(),
         Some(Instant::from_millis(116) + Duration::from_secs(1))
