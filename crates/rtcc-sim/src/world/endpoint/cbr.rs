@@ -165,15 +165,7 @@ impl World {
         let mut k = next_k;
         while start + interval * k <= now {
             k += 1;
-            let size = payload + UDP_IP_HEADER;
-            self.inject(SimPacket {
-                flow: fi as u32,
-                dir: Dir::Fwd,
-                path: 0,
-                size,
-                sent: now,
-                body: Body::Cbr,
-            });
+            self.send_udp(fi, payload + UDP_IP_HEADER);
         }
         if let SenderEp::Cbr(c) = &mut self.flows[fi].sender {
             c.next_k = k;
@@ -205,15 +197,22 @@ impl World {
             let counted = if b.mix { size } else { payload };
             b.next_send += b.rate.transmit_time(counted);
             b.next_size = b.draw_size(payload);
-            self.inject(SimPacket {
-                flow: fi as u32,
-                dir: Dir::Fwd,
-                path: 0,
-                size,
-                sent: now,
-                body: Body::Cbr,
-            });
+            self.send_udp(fi, size);
         }
+    }
+
+    /// Sends one UDP packet of `size` wire bytes now.
+    #[inline]
+    fn send_udp(&mut self, fi: usize, size: Bytes) {
+        let now = self.now;
+        self.inject(SimPacket {
+            flow: fi as u32,
+            dir: Dir::Fwd,
+            path: 0,
+            size,
+            sent: now,
+            body: Body::Cbr,
+        });
     }
 
     /// A CBR packet reaches the receiver.
