@@ -581,6 +581,9 @@ pub struct FlowSpec {
     pub delayed_ack: Option<Spanned<bool>>,
     /// tcp: initial window in segments (default 10).
     pub initial_cwnd: Option<Spanned<u32>>,
+    /// tcp: the receiver's advertised window in segments (default:
+    /// unlimited); the sender keeps at most min(cwnd, rwnd) in flight.
+    pub rwnd: Option<Spanned<u32>>,
     /// tcp: minimum RTO (default 1 s).
     pub min_rto: Option<Spanned<Duration>>,
     /// tcp: appropriate-byte-counting limit L in segments (default 1, RFC 5681 §3.1).
@@ -1457,6 +1460,16 @@ impl Scenario {
             &[Tcp],
         )?;
         not_for(spec.min_rto.as_ref().map(|s| s.span()), "min_rto", &[Tcp])?;
+        not_for(spec.rwnd.as_ref().map(|s| s.span()), "rwnd", &[Tcp])?;
+        if let Some(w) = &spec.rwnd {
+            if *w.get_ref() == 0 {
+                return Err(self.error(
+                    Some(w.span()),
+                    &key("rwnd"),
+                    "0 segments would never send; give at least 1",
+                ));
+            }
+        }
         not_for(
             spec.abc_limit.as_ref().map(|s| s.span()),
             "abc_limit",

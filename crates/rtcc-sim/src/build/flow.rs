@@ -283,6 +283,9 @@ impl World {
                 if let Some(r) = &f.min_rto {
                     c.min_rto = *r.get_ref();
                 }
+                if let Some(w) = &f.rwnd {
+                    c.receive_window = Some(*w.get_ref());
+                }
                 if let Some(l) = &f.abc_limit {
                     c.abc_limit_segments = *l.get_ref();
                 }

@@ -190,6 +190,11 @@ pub struct TcpConfig {
     /// ("cwnd += min (N, SMSS)" per ACK), which is also ns-3's NewReno; 2 is
     /// RFC 3465 §2.2's experimental allowance (scenario key `abc_limit`).
     pub abc_limit_segments: u32,
+    /// The receiver's advertised window in segments, `None` for unlimited
+    /// (the default): RFC 5681 §2, "the minimum of cwnd and rwnd governs data
+    /// transmission". ns-2's `Agent/TCP` has `window_ = 20` packets by
+    /// default, which papers run with unless they say otherwise.
+    pub receive_window: Option<u32>,
     /// Initial slow-start threshold. Default `Bytes::MAX`: RFC 5681 §3.1, "the
     /// initial value of ssthresh SHOULD be set arbitrarily high".
     pub initial_ssthresh: Bytes,
@@ -211,6 +216,7 @@ impl Default for TcpConfig {
             variant: TcpVariant::NewReno,
             data_limit: None,
             abc_limit_segments: 1,
+            receive_window: None,
             initial_ssthresh: Bytes::MAX,
         }
     }

@@ -151,6 +151,8 @@ pub struct TcpSender {
     header: Bytes,
     limited_transmit: bool,
     data_limit: u64,
+    /// The receiver's advertised window in bytes (`u64::MAX`: unlimited).
+    rwnd: u64,
     growth: Growth,
     recovery: Recovery,
     window: Window,
@@ -191,6 +193,9 @@ impl TcpSender {
             header: config.header,
             limited_transmit: config.limited_transmit,
             data_limit: config.data_limit.map_or(u64::MAX, Bytes::get),
+            rwnd: config
+                .receive_window
+                .map_or(u64::MAX, |w| mss * u64::from(w.max(1))),
             growth: config.variant.growth(config.abc_limit_segments),
             recovery: Recovery::new(config.variant.recovery()),
             window,
@@ -232,7 +237,7 @@ impl TcpSender {
             // holds [snd_una, snd_max) and snd_una <= snd_nxt < snd_max.
             let n = self.snd_nxt / self.mss;
             let end = self.segment_end(n);
-            if in_flight + (end - self.snd_nxt) > self.window.cwnd.get() {
+            if in_flight + (end - self.snd_nxt) > self.window.cwnd.get().min(self.rwnd) {
                 return None;
             }
             self.snd_nxt = end;
@@ -242,8 +247,10 @@ impl TcpSender {
         if len == 0 {
             return None;
         }
-        let cwnd = self.window.cwnd.get();
-        if in_flight + len > cwnd + self.limited_transmit_allowance() {
+        // RFC 5681 §2: "the minimum of cwnd and rwnd governs data
+        // transmission"; limited transmit (RFC 3042 §2) stays within rwnd.
+        let cwnd = self.window.cwnd.get().min(self.rwnd);
+        if in_flight + len > (cwnd + self.limited_transmit_allowance()).min(self.rwnd) {
             return None;
         }
         if in_flight + len > cwnd {

@@ -191,6 +191,23 @@ fn segments_per_round(config: TcpConfig, rounds: usize) -> Vec<usize> {
 }
 
 #[test]
+fn the_receive_window_caps_the_segments_in_flight() {
+    // ns-2's `window_ = 20`: slow start doubles until 20 segments are in
+    // flight and stays there, while cwnd itself keeps growing.
+    let config = TcpConfig {
+        receive_window: Some(20),
+        ..cfg()
+    };
+    assert_eq!(segments_per_round(config, 5), vec![10, 20, 20, 20, 20]);
+    let one = TcpConfig {
+        receive_window: Some(1),
+        initial_cwnd_segments: 4,
+        ..cfg()
+    };
+    assert_eq!(segments_per_round(one, 3), vec![1, 1, 1]);
+}
+
+#[test]
 fn slow_start_doubles_per_rtt() {
     assert_eq!(segments_per_round(cfg(), 5), vec![10, 20, 40, 80, 160]);
 }
