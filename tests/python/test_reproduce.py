@@ -844,11 +844,55 @@ def test_quick_duration_wins_over_set_and_vary(tmp_path: Path) -> None:
     assert {e.scenario["duration"] for e in quick.values()} == {"3s"}
 
 
+def test_unknown_experiment_keys_and_estimate_flows_are_named(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    spec = tomllib.loads((folder / "paper.toml").read_text())
+    spec["experiment"][0]["window"] = {"steady": ["1s", "end"]}
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"experiment\[0\]: unknown key `window` \(allowed: .*windows"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    spec["experiment"][0].pop("window")
+    spec["experiment"][0]["estimates"] = "nope"
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"experiment\[0\]: key `estimates`: no flow named `nope`"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+
+
+def test_estimates_are_scored_against_the_available_bandwidth() -> None:
+    import polars as pl
+
+    from rtcc.reproduce.metrics import estimate_metrics
+
+    # Two estimations (state 0 over 0-1 s and 10-12 s), a third cut by the end.
+    states = [(0.0, 0), (0.5, 0), (1.0, 1), (5.0, 1), (10.0, 0), (12.0, 1), (20.0, 0)]
+    estimates = {1.0: 900.0, 12.0: 1500.0}
+    rows = []
+    for t, state in states:
+        rows.append((t, "svc", "state", float(state)))
+        if t in estimates:
+            rows.append((t, "svc", "estimate_kbps", estimates[t]))
+            rows.append((t, "svc", "start_trains", 2.0 if t < 5 else 3.0))
+        rows.append((t, "other", "state", 0.0))
+    trace = pl.DataFrame(rows, schema=["time_s", "flow", "variable", "value"], orient="row")
+    times = [x / 2 for x in range(0, 41)]
+    avail = [1000.0 if t < 5 else 2000.0 for t in times]
+    ts = pl.DataFrame({"time_s": times, "flow": ["svc"] * len(times), "avail_kbps": avail})
+    got = estimate_metrics(trace, ts, "svc")
+    assert got["count"] == 2
+    assert got["mad_kbps"] == pytest.approx((100 + 500) / 2)
+    assert got["bias_kbps"] == pytest.approx((-100 - 500) / 2)
+    assert got["trains"] == pytest.approx(2.5)
+    assert got["true_kbps"] == pytest.approx(1500)
+    # No avail column, or no complete estimation: nothing to score.
+    assert estimate_metrics(trace, ts.drop("avail_kbps"), "svc") == {}
+    assert estimate_metrics(trace.filter(pl.col("time_s") < 1), ts, "svc") == {}
+
+
 def test_every_paper_toml_loads() -> None:
     """Each paper's experiments expand and every claim names a real experiment."""
     root = Path(__file__).resolve().parents[2] / "scenarios" / "papers"
     papers = sorted(p for p in root.iterdir() if (p / "paper.toml").is_file())
-    assert {p.name for p in papers} >= {"camel", "delay-bbr", "autorec"}
+    assert {p.name for p in papers} >= {"camel", "delay-bbr", "autorec", "svc-probing"}
     for folder in papers:
         path = folder / "paper.toml"
         spec = tomllib.loads(path.read_text())

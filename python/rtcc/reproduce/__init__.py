@@ -17,7 +17,7 @@ from typing import Any
 
 from rtcc._api import run
 from rtcc.reproduce.judging import VERDICTS, ClaimResult, Setting, _judge
-from rtcc.reproduce.metrics import metric_value, window_metrics
+from rtcc.reproduce.metrics import estimate_metrics, metric_value, window_metrics
 from rtcc.reproduce.rendering import _figures, _markdown
 from rtcc.reproduce.spec import (
     Claim,
@@ -81,11 +81,15 @@ def reproduce(
             jobs.append((exp_id, seed, exp.scenario, run_dir))
 
     def one(job: tuple[str, int, dict[str, Any], Path]) -> dict[str, Any]:
-        result = run(job[2], seed=job[1], out=job[3])
+        exp = experiments[job[0]]
+        result = run(job[2], seed=job[1], out=job[3], cc_trace=exp.estimates is not None)
         summary = dict(result.summary)
-        windows = experiments[job[0]].windows
-        if windows:
-            summary["windows"] = window_metrics(result.timeseries, windows)
+        if exp.windows:
+            summary["windows"] = window_metrics(result.timeseries, exp.windows)
+        if exp.estimates is not None and result.cc_trace is not None:
+            summary["estimates"] = {
+                exp.estimates: estimate_metrics(result.cc_trace, result.timeseries, exp.estimates)
+            }
         return summary
 
     n = workers if workers is not None else (os.cpu_count() or 1)

@@ -94,3 +94,72 @@ def window_metrics(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]])
 def _mean_of(summaries: Sequence[Mapping[str, Any]], metric: str) -> float | None:
     vals = [v for s in summaries if (v := metric_value(s, metric)) is not None]
     return sum(vals) / len(vals) if vals else None
+
+
+def estimate_metrics(cc_trace: pl.DataFrame, ts: pl.DataFrame, flow: str) -> dict[str, Any]:
+    """How well a bandwidth estimator's estimates match the true available bandwidth.
+
+    For a controller that traces ``state`` (0 while it estimates, as
+    svc-probing's start phase does) and ``estimate_kbps``, with the run's
+    ``avail_kbps`` column (the path's capacity less the other flows' traffic).
+    An *estimation* is a maximal span of samples in state 0 that ends in
+    another state; its estimate is ``estimate_kbps`` at that first sample
+    after, its trains ``start_trains`` there, and its true value the mean
+    ``avail_kbps`` over the span ("the average real available bandwidth",
+    papers/svc-topdown-probing.txt §4.1.1). An estimation cut by the end of
+    the run does not count.
+
+    Returns ``count``, ``mad_kbps`` (mean absolute difference), ``bias_kbps``
+    (mean estimate − true), ``trains`` (mean trains per estimation),
+    ``estimate_kbps`` and ``true_kbps`` (means); empty when there is no
+    complete estimation or no ``avail_kbps``.
+    """
+    import polars as pl
+
+    if "avail_kbps" not in ts.columns:
+        return {}
+    trace = cc_trace.filter(pl.col("flow") == flow)
+    by_time: dict[float, dict[str, float]] = {}
+    for t, var, value in trace.select(["time_s", "variable", "value"]).iter_rows():
+        by_time.setdefault(float(t), {})[str(var)] = float(value)
+    avail = ts.filter(pl.col("flow") == flow).select(["time_s", "avail_kbps"]).drop_nulls()
+    times = sorted(by_time)
+    errors: list[float] = []
+    estimates: list[float] = []
+    truths: list[float] = []
+    trains: list[float] = []
+    start: float | None = None
+    for t in times:
+        row = by_time[t]
+        state = row.get("state")
+        if state is None:
+            continue
+        if state == 0.0:
+            if start is None:
+                start = t
+            continue
+        if start is None:
+            continue
+        span = avail.filter((pl.col("time_s") >= start) & (pl.col("time_s") <= t))
+        estimate = row.get("estimate_kbps")
+        if span.height and estimate is not None:
+            truth = float(span["avail_kbps"].mean())  # type: ignore[arg-type]
+            errors.append(abs(estimate - truth))
+            estimates.append(estimate)
+            truths.append(truth)
+            if "start_trains" in row:
+                trains.append(row["start_trains"])
+        start = None
+    if not errors:
+        return {}
+    n = len(errors)
+    out: dict[str, Any] = {
+        "count": n,
+        "mad_kbps": sum(errors) / n,
+        "bias_kbps": (sum(estimates) - sum(truths)) / n,
+        "estimate_kbps": sum(estimates) / n,
+        "true_kbps": sum(truths) / n,
+    }
+    if trains:
+        out["trains"] = sum(trains) / len(trains)
+    return out

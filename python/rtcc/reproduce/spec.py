@@ -171,6 +171,8 @@ class _Experiment:
     flow: str | None = None
     windows: dict[str, tuple[float, float]] = field(default_factory=dict)
     sweep: _Sweep | None = None
+    # The flow whose bandwidth estimates are scored (`estimates` key).
+    estimates: str | None = None
 
     def flows_under_test(self) -> tuple[str, ...]:
         """The flows ``compare`` gives the controller, else every video flow."""
@@ -365,6 +367,25 @@ def _vary_points(
     return str(key) if key is not None else "", name, list(zip(labels, values, strict=True))
 
 
+# The keys of an `[[experiment]]` (docs/reproduce.md, "The format").
+_EXPERIMENT_KEYS = frozenset(
+    {
+        "id",
+        "scenario",
+        "seeds",
+        "quick",
+        "set",
+        "compare",
+        "flow",
+        "windows",
+        "cc_config",
+        "flow_keys",
+        "vary",
+        "estimates",
+    }
+)
+
+
 def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, _Experiment]:
     out: dict[str, _Experiment] = {}
     origin: dict[str, str] = {}  # expanded id -> the entry that made it
@@ -385,6 +406,10 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
         where = f"{path}: experiment[{i}]"
         if "id" not in exp or "scenario" not in exp:
             raise PaperError(f"{where}: needs `id` and `scenario`")
+        unknown = sorted(set(exp) - _EXPERIMENT_KEYS)
+        if unknown:
+            allowed = ", ".join(sorted(_EXPERIMENT_KEYS))
+            raise PaperError(f"{where}: unknown key `{unknown[0]}` (allowed: {allowed})")
         exp_id = str(exp["id"])
         if _BAD_ID_CHARS.search(exp_id):
             raise PaperError(
@@ -407,6 +432,13 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
         if not isinstance(settings, Mapping):
             raise PaperError(f"{where}: key `set`: expected a table of dotted paths")
         windows = _check_windows(exp.get("windows", {}), where)
+        estimates = exp.get("estimates")
+        if estimates is not None and not isinstance(estimates, str):
+            raise PaperError(f"{where}: key `estimates`: expected a flow name")
+        if estimates is not None and estimates not in {
+            str(f.get("name")) for f in loaded.get("flow", [])
+        }:
+            raise PaperError(f"{where}: key `estimates`: no flow named `{estimates}`")
         points: list[tuple[str, Any]] = [("", None)]
         sweep = None
         if "vary" in exp:
@@ -448,6 +480,7 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 experiment.seeds = list(seeds)
                 experiment.windows = _resolve_windows(windows, experiment.scenario, where, quick)
                 experiment.sweep = point_sweep
+                experiment.estimates = estimates
                 add(cc_id, experiment, where)
     if not out:
         raise PaperError(f"{path}: no [[experiment]]")
