@@ -849,7 +849,8 @@ def test_unknown_experiment_keys_and_estimate_flows_are_named(tmp_path: Path) ->
     spec = tomllib.loads((folder / "paper.toml").read_text())
     spec["experiment"][0]["window"] = {"steady": ["1s", "end"]}
     (folder / "paper.toml").write_text(tomli_w.dumps(spec))
-    with pytest.raises(PaperError, match=r"experiment\[0\]: unknown key `window` \(allowed: .*windows"):
+    unknown = r"experiment\[0\]: unknown key `window` \(allowed: .*windows"
+    with pytest.raises(PaperError, match=unknown):
         reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
     spec["experiment"][0].pop("window")
     spec["experiment"][0]["estimates"] = "nope"

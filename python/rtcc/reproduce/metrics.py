@@ -110,7 +110,7 @@ def estimate_metrics(cc_trace: pl.DataFrame, ts: pl.DataFrame, flow: str) -> dic
     the run does not count.
 
     Returns ``count``, ``mad_kbps`` (mean absolute difference), ``bias_kbps``
-    (mean estimate − true), ``trains`` (mean trains per estimation),
+    (mean estimate - true), ``trains`` (mean trains per estimation),
     ``estimate_kbps`` and ``true_kbps`` (means); empty when there is no
     complete estimation or no ``avail_kbps``.
     """
