@@ -84,8 +84,10 @@ class Result:
         Columns: time_s, flow, send_rate_kbps, goodput_kbps, target_kbps,
         estimate_kbps, cwnd_bytes, srtt_ms, queue_bytes, queue_delay_ms,
         capacity_kbps (the flow's bottleneck link), packets_sent,
-        packets_lost (in the interval). Cells that do not apply to a flow are
-        null.
+        packets_lost (in the interval), avail_kbps (the available bandwidth
+        of the flow's forward path: per link, capacity less the bytes other
+        flows offered to it, the least over the path; docs/metrics.md).
+        Cells that do not apply to a flow are null.
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
@@ -232,6 +234,7 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "capacity_kbps": pl.Float64(),
     "packets_sent": pl.Int64(),
     "packets_lost": pl.Int64(),
+    "avail_kbps": pl.Float64(),
 }
 _CC_TRACE_SCHEMA: dict[str, pl.DataType] = {
     "time_s": pl.Float64(),

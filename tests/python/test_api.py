@@ -82,6 +82,9 @@ def test_dataframes_have_the_documented_columns(tiny: dict[str, Any]) -> None:
     # Types are fixed, even for columns that are empty for every row.
     assert ts.schema["cwnd_bytes"] == pl.Int64
     assert ts.schema["target_kbps"] == pl.Float64
+    # Columns added later go at the end, so that positions never move.
+    assert ts.columns[-1] == "avail_kbps"
+    assert ts.schema["avail_kbps"] == pl.Float64
     assert frames.schema["displayed_ms"] == pl.Float64
     last = ts["time_s"].max()
     assert isinstance(last, int | float)

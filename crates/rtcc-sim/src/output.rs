@@ -15,7 +15,7 @@ use crate::scenario::FlowKind;
 use crate::world::{MpFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
@@ -131,6 +131,11 @@ pub struct TimeseriesRow<'a> {
     /// Packets of the flow dropped on its forward path in the interval (queue
     /// overflow and random loss), counted when they are dropped.
     pub packets_lost: Option<u64>,
+    /// The available bandwidth of the flow's forward path over the interval:
+    /// the least, over its links, of the link's mean capacity − the rate of
+    /// the bytes other flows offered to it, at least zero
+    /// (svc-topdown-probing §2.1 eq. 2–3; docs/metrics.md).
+    pub avail: Option<Bitrate>,
 }
 
 /// Writes one `timeseries.csv` row.
@@ -146,7 +151,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -160,6 +165,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         kb(r.capacity),
         count(r.packets_sent),
         count(r.packets_lost),
+        kb(r.avail),
     )
 }
 
@@ -289,6 +295,12 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             );
         }
         m.insert("goodput_kbps".into(), json!(round3(goodput_kbps)));
+        if f.avail_n > 0 {
+            m.insert(
+                "avail_kbps".into(),
+                json!(round3(f.avail_sum / f.avail_n as f64 / 1000.0)),
+            );
+        }
         if media_like {
             m.insert("frame_delay_ms".into(), delay_json(f.frame_delay.summary()));
             if let Some(media) = f.media {

@@ -8,6 +8,8 @@
 //!   delivery instant at ingress, or drops it, and the next hop is an event at
 //!   that instant, or is taken at once when the next link carries only this
 //!   path's packets (cut-through: its arrivals are already in time order).
+//!   Each hop adds the packet's size to its counter in `World::offered`, the
+//!   one per-packet cost of the available bandwidth (`monitor`).
 //! - Delivery: at the end of its path a packet waits in its endpoint's waiting
 //!   list, behind the earlier ones, for its `Deliver` event; or, when nothing
 //!   can reach that endpoint before it (`can_deliver_early`), it is delivered
@@ -154,7 +156,10 @@ impl World {
         }
         let mut t = self.now;
         loop {
-            let link = self.paths[(first + u32::from(hop)) as usize] as usize;
+            let at_hop = (first + u32::from(hop)) as usize;
+            let link = self.paths[at_hop] as usize;
+            // Offered load, for the available bandwidth (`World::offered`).
+            self.offered[at_hop] += size.get();
             match self.links[link].transmit(t, size) {
                 LinkOutcome::Delivered { at } => {
                     let next = hop + 1;

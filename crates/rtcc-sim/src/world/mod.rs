@@ -178,6 +178,11 @@ pub(crate) struct Flow {
     pub(crate) accuracy_n: u64,
     /// Sum of the target bitrate (bit/s) over the accuracy samples.
     pub(crate) target_sum: f64,
+    /// Sum of the available bandwidth (bit/s) over the samples of the
+    /// flow's active time that have one (`avail_kbps` of `summary.json`),
+    /// and their number.
+    pub(crate) avail_sum: f64,
+    pub(crate) avail_n: u64,
     /// Per controller state (`Estimate::state`), the samples spent in it, in
     /// order of first appearance (a handful of states: a linear scan).
     pub(crate) states: Vec<(&'static str, u64)>,
@@ -242,6 +247,17 @@ pub(crate) struct World {
     pub(crate) mp_routes: Vec<(u32, u32)>,
     pub(crate) mp_route_base: Vec<u32>,
     pub(crate) paths: Vec<u32>,
+    /// Per position of `paths` (one hop of one flow's path in one
+    /// direction): the bytes offered to that hop's link since the last
+    /// sample, those it dropped included. A hop adds its packet's size here
+    /// (`forward.rs`); a sample reads and clears it (`monitor`). Indexed
+    /// like `paths`, a flow's hops are neighbours and the vector is as long
+    /// as the routes, where a (link × flow) table would grow with their
+    /// product.
+    pub(crate) offered: Vec<u64>,
+    /// Per link: the bytes offered to it over the last sample interval, by
+    /// all flows (scratch of `sample`, sized at build).
+    pub(crate) link_offered: Vec<u64>,
     pub(crate) flows: Vec<Flow>,
     pub(crate) packets: Vec<SimPacket>,
     /// The large bodies (`Body::Cold`), by packet slot; grown only when a

@@ -1,10 +1,35 @@
 //! What the world watches while it runs: the samples taken every
 //! `sample_interval` (rates, the controller's target and estimate, the
 //! bandwidth-estimate accuracy, the time in each controller state, the
-//! bottleneck queue) and the files streamed during the run,
+//! bottleneck queue, the available bandwidth) and the files streamed during the run,
 //! `timeseries.csv`, `frames.csv` and `cc_trace.csv` (DESIGN §4;
 //! `summary.json` is built at the end by [`crate::output`]). Nothing here is
-//! on the per-packet path.
+//! on the per-packet path, which only adds each packet's size to its hop's
+//! counter in `World::offered`.
+//!
+//! ## Available bandwidth
+//!
+//! The "true" available bandwidth a bandwidth estimator is judged against
+//! (svc-topdown-probing §2.1 eq. 2–3, the MAD of §4.1; Pathload's
+//! `C · (1 − u)` with `u` the utilisation by traffic other than the
+//! probe): over each interval, for each link of the flow's forward path,
+//! its mean capacity − the rate of the bytes offered to it by *other*
+//! flows (both directions of every other flow; the flow's own packets,
+//! data or feedback, never count), floored at zero; the least over the
+//! path's links. A multipath flow takes its best path's value (the most
+//! one of its paths alone could carry). Links with unlimited capacity do
+//! not bound it; a path of only such links has none.
+//!
+//! Offered, not transmitted: bytes count when they reach the link's
+//! ingress, dropped ones included. A departure count would let the
+//! measured flow move its own available bandwidth: its queueing delays
+//! other flows' bytes into the next interval (lowering that interval's
+//! value) and its queue overflows drop them (raising it). Offered load
+//! from open-loop cross traffic (CBR, Pareto on/off) entering a link
+//! directly does not depend on the measured flow at all, and over a run
+//! the two counts differ by the dropped bytes only. It is also free: the
+//! link's ingress is where a hop already is, whereas a departure lies in
+//! the future there, maybe past the next sample.
 
 use std::io::Write;
 
@@ -13,7 +38,7 @@ use rtcc_core::recovery::LossRecovery as _;
 use rtcc_core::session::multipath::MultipathSender;
 use rtcc_core::{Bitrate, Bytes, CongestionController, Duration, Instant};
 
-use super::{Flow, SenderEp, World};
+use super::{Dir, Flow, SenderEp, World};
 use crate::encoder::SimEncoder;
 use crate::output;
 
@@ -63,11 +88,17 @@ impl World {
         let from = self.last_sample;
         self.last_sample = now;
         let interval = now - from;
+        // Each link's offered bytes over the interval, from its hops'.
+        self.link_offered.fill(0);
+        for (&l, &b) in self.paths.iter().zip(&self.offered) {
+            self.link_offered[l as usize] += b;
+        }
         for fi in 0..self.flows.len() {
             let f = &self.flows[fi];
             if now <= f.start {
                 continue;
             }
+            let avail = self.available(fi, from, now);
             let (capacity, backlog, queue_delay) = if f.mp.is_some() {
                 self.mp_bottlenecks(fi, from, now)
             } else {
@@ -153,6 +184,10 @@ impl World {
                     }
                 }
             }
+            if let (Some(a), true) = (avail, now <= f.stop) {
+                f.avail_sum += a.as_bps_f64();
+                f.avail_n += 1;
+            }
             let Some(w) = &mut self.sinks.timeseries else {
                 continue;
             };
@@ -174,12 +209,60 @@ impl World {
                     capacity: (capacity < Bitrate::MAX).then_some(capacity),
                     packets_sent: Some(packets_sent),
                     packets_lost: Some(packets_lost),
+                    avail,
                 },
             );
             if let Err(e) = r {
                 self.io_error = Some(e);
             }
         }
+        self.offered.fill(0);
+    }
+
+    /// The available bandwidth of flow `fi`'s forward path over
+    /// `[from, now]` (module doc), from `link_offered` and `offered` as
+    /// they stand at the sample; `None` if no link of it has a finite
+    /// capacity.
+    fn available(&self, fi: usize, from: Instant, now: Instant) -> Option<Bitrate> {
+        let interval = now - from;
+        let flow = fi as u32;
+        // Path 0, and the paths ≥ 1 of a multipath flow (< MAX_FLOW_PATHS).
+        let path_count = self.flows[fi].mp.as_ref().map_or(1, |mp| mp.paths.len()) as u8;
+        // The flow's own bytes offered to link `l`: every hop of its paths,
+        // both directions, that enters `l`.
+        let own = |l: u32| -> u64 {
+            let mut bytes = 0;
+            for p in 0..path_count {
+                for dir in [Dir::Fwd, Dir::Rev] {
+                    let (first, end) = self.route(flow, dir, p);
+                    for i in first as usize..end as usize {
+                        if self.paths[i] == l {
+                            bytes += self.offered[i];
+                        }
+                    }
+                }
+            }
+            bytes
+        };
+        let mut best: Option<Bitrate> = None;
+        for p in 0..path_count {
+            let (first, end) = self.route(flow, Dir::Fwd, p);
+            let mut path: Option<Bitrate> = None;
+            for &l in &self.paths[first as usize..end as usize] {
+                let capacity = self.links[l as usize].mean_capacity(from, now);
+                if capacity >= Bitrate::MAX {
+                    continue;
+                }
+                let others = self.link_offered[l as usize] - own(l);
+                // `Bitrate`'s subtraction stops at zero: the floor.
+                let a = capacity - Bytes::new(others) / interval;
+                path = Some(path.map_or(a, |x| x.min(a)));
+            }
+            if let Some(a) = path {
+                best = Some(best.map_or(a, |b| b.max(a)));
+            }
+        }
+        best
     }
 
     /// A multipath flow's bottlenecks at a sample: the capacity over
