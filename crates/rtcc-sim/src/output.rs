@@ -7,12 +7,12 @@
 use std::io::{self, Write};
 
 use rtcc_core::media::player::FrameRecord;
-use rtcc_core::{Bitrate, Bytes, Duration, Instant, TraceSink};
+use rtcc_core::{Bitrate, Bytes, CongestionController as _, Duration, Instant, TraceSink};
 use serde_json::{json, Map, Value};
 
 use crate::metrics::{jain_index, DelaySummary};
 use crate::scenario::FlowKind;
-use crate::world::{MpFlow, World};
+use crate::world::{MpFlow, SenderEp, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
 pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps";
@@ -329,9 +329,9 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
                 multipath_json(&mut m, world, mp);
             }
         }
-        // The controller's estimate against the bottleneck: media, multipath
-        // and live flows.
-        if (media_like || f.kind == FlowKind::Live) && f.accuracy_n > 0 {
+        // The controller's estimate against the bottleneck: media, multipath,
+        // live and TFRC flows.
+        if (media_like || matches!(f.kind, FlowKind::Live | FlowKind::Tfrc)) && f.accuracy_n > 0 {
             m.insert(
                 "bw_estimate_accuracy".into(),
                 json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0),
@@ -349,6 +349,18 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             // A multipath flow has a controller state per path: none shown.
             if f.mp.is_none() {
                 m.insert("cc_states".into(), Value::Object(states));
+            }
+        }
+        if let SenderEp::Tfrc(s) = &f.sender {
+            // A TFRC flow: its rate on the wire, TFRC's R (mean over the
+            // samples) and its loss event rate p at the end.
+            let send = f.counters.bytes_sent as f64 * 8.0 / active / 1000.0;
+            m.insert("send_rate_kbps".into(), json!(round3(send)));
+            if let Some(r) = s.srtt_mean() {
+                m.insert("srtt_ms".into(), json!(round3(r.as_millis_f64())));
+            }
+            if let Some(p) = s.controller().estimate().loss_rate {
+                m.insert("loss_event_rate".into(), json!((p * 1e6).round() / 1e6));
             }
         }
         let sent = f.counters.packets_sent;

@@ -392,6 +392,10 @@ pub enum FlowKind {
     /// source at a fixed `bitrate`, a congestion controller behind a pacer,
     /// ARQ and optionally AutoRec or XOR FEC; ACK frames on the reverse path.
     Live,
+    /// A greedy TFRC source (RFC 5348), as ns-2's TFRC agent: always has
+    /// data, sends `packet_size` packets at the rate TFRC allows, and hears
+    /// rtcc's transport-wide feedback (`world/endpoint/tfrc.rs`).
+    Tfrc,
 }
 
 impl FlowKind {
@@ -403,6 +407,7 @@ impl FlowKind {
             FlowKind::UdpCbr => "udp-cbr",
             FlowKind::MultipathMedia => "multipath-media",
             FlowKind::Live => "live",
+            FlowKind::Tfrc => "tfrc",
         }
     }
 }
@@ -516,13 +521,14 @@ pub struct EtrSpec {
 pub struct FlowSpec {
     /// Name, used in outputs.
     pub name: String,
-    /// media | tcp | udp-cbr | multipath-media | live.
+    /// media | tcp | udp-cbr | multipath-media | live | tfrc.
     pub kind: Spanned<FlowKind>,
     /// Congestion controller (media, live and multipath-media, where it is
     /// every path's: gcc | fixed | camel | bbr | delay-bbr | webrtc-bbr |
     /// copa | cubic | tfrc | sqp | pudica; tcp: newreno | reno | tahoe | cubic; a
     /// media "cubic" is the core's RFC 9438 + RFC 9002 controller, a tcp
-    /// "cubic" the simulator's TCP sender with the same window function).
+    /// "cubic" the simulator's TCP sender with the same window function;
+    /// tfrc: "tfrc", the default).
     /// Required for media flows; a live flow defaults to "bbr" (§VII).
     pub cc: Option<Spanned<String>>,
     /// Start time.
@@ -532,7 +538,7 @@ pub struct FlowSpec {
     pub stop: Option<Spanned<Duration>>,
     /// Media: encoder model.
     pub encoder: Option<Spanned<EncoderSpec>>,
-    /// Media: algorithm-specific overrides.
+    /// Media, tfrc: algorithm-specific overrides.
     pub cc_config: Option<Spanned<toml::Table>>,
     /// Media: payload bytes per packet (default 1200).
     pub mtu: Option<Spanned<Bytes>>,
@@ -540,7 +546,7 @@ pub struct FlowSpec {
     /// 48 B: IPv4 + UDP + RTP + an 8-byte extension block; rtcc-net's real
     /// packets carry 68 B, see docs/results/fidelity.md).
     pub header_overhead: Option<Spanned<Bytes>>,
-    /// Media: feedback interval (default 50 ms).
+    /// Media, tfrc: feedback interval (default 50 ms).
     pub feedback_interval: Option<Spanned<Duration>>,
     /// Media: loss recovery, `"none"` (default) or `"nack"` (NACK-based
     /// retransmission, docs/algorithms/arq.md). Live: `"rtx"` (default, the
@@ -567,7 +573,8 @@ pub struct FlowSpec {
     pub frame_drop_queue_time: Option<Spanned<TimeLimitSpec>>,
     /// udp-cbr: rate.
     pub rate: Option<Spanned<Bitrate>>,
-    /// udp-cbr: payload bytes per packet (default 1200).
+    /// udp-cbr: payload bytes per packet (default 1200); tfrc: bytes per
+    /// packet on the wire (default 1000).
     pub packet_size: Option<Spanned<Bytes>>,
     /// udp-cbr: send in Pareto on/off bursts instead of constantly.
     pub on_off: Option<Spanned<OnOffSpec>>,
@@ -1306,7 +1313,7 @@ impl Scenario {
         not_for(
             spec.cc_config.as_ref().map(|s| s.span()),
             "cc_config",
-            &[Media, MultipathMedia, Live],
+            &[Media, MultipathMedia, Live, Tfrc],
         )?;
         not_for(
             spec.mtu.as_ref().map(|s| s.span()),
@@ -1330,7 +1337,7 @@ impl Scenario {
         not_for(
             spec.feedback_interval.as_ref().map(|s| s.span()),
             "feedback_interval",
-            &[Media, MultipathMedia],
+            &[Media, MultipathMedia, Tfrc],
         )?;
         not_for(
             spec.recovery.as_ref().map(|s| s.span()),
@@ -1405,7 +1412,7 @@ impl Scenario {
         not_for(
             spec.packet_size.as_ref().map(|s| s.span()),
             "packet_size",
-            &[UdpCbr],
+            &[UdpCbr, Tfrc],
         )?;
         not_for(spec.on_off.as_ref().map(|s| s.span()), "on_off", &[UdpCbr])?;
         not_for(
@@ -1508,6 +1515,7 @@ impl Scenario {
             Media | MultipathMedia | Live => rtcc_core::CcConfig::NAMES,
             Tcp => &["newreno", "reno", "tahoe", "cubic"],
             UdpCbr => &[],
+            Tfrc => &["tfrc"],
         };
         match (&spec.cc, kind) {
             (None, Media | MultipathMedia) => {
@@ -1541,6 +1549,19 @@ impl Scenario {
                 ));
             }
             _ => {}
+        }
+        if let (Tfrc, Some(t)) = (kind, &spec.cc_config) {
+            // No encoder to bound: TFRC's X alone sets a tfrc flow's rate.
+            let bounds = ["start_bitrate", "min_bitrate", "max_bitrate"];
+            if let Some(b) = bounds.iter().find(|b| t.get_ref().contains_key(**b)) {
+                return Err(self.error(
+                    Some(t.span()),
+                    &key("cc_config"),
+                    format!(
+                        "`{b}` does not apply to a tfrc flow (it has no encoder: TFRC's X alone sets its rate)"
+                    ),
+                ));
+            }
         }
         if kind == UdpCbr && spec.rate.is_none() {
             return Err(self.error(Some(f.span()), &key("rate"), "a udp-cbr flow needs `rate`"));

@@ -6,12 +6,14 @@
 //!   media flow adds its loss recovery and player, a multipath one its
 //!   scheduler and per-path controllers.
 //! - A live flow's setup is [`crate::live::live_setup`]'s; TCP and CBR flows
-//!   take their few keys over the defaults.
+//!   take their few keys over the defaults; a TFRC flow ([`TfrcSetup`]) its
+//!   packet size, feedback interval and TFRC's `cc_config` keys.
 //! - [`MediaSetup`], [`media_setup`] and [`default_cc_config`] are public:
 //!   rtcc-net builds its real sessions from them, so that one scenario flow
 //!   runs the same in both.
 
 use rtcc_core::cc::CcConfig;
+use rtcc_core::feedback::DEFAULT_FEEDBACK_INTERVAL;
 use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConfig};
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::Packetizer;
@@ -92,6 +94,24 @@ pub(crate) enum FlowSetup {
         /// Packet sizes from the "internet" mix instead of `payload`.
         mix: bool,
     },
+    Tfrc(Box<TfrcSetup>),
+}
+
+/// A TFRC flow's wire packet size when the flow sets no `packet_size`:
+/// 1000 B, the packets of ns-2's TFRC agent in the TFRC comparisons of
+/// `papers/svc-topdown-probing.txt` §4.2 ("the packet sizes for TFRC and
+/// TCP flows are also 1000 bytes").
+pub(crate) const DEFAULT_TFRC_PACKET_SIZE: Bytes = Bytes::new(1000);
+
+/// What a TFRC flow (`kind = "tfrc"`) is built from.
+#[derive(Debug, Clone)]
+pub(crate) struct TfrcSetup {
+    /// The controller: `CcConfig::Tfrc`, its keys from `cc_config`.
+    pub(crate) cc: CcConfig,
+    /// Every packet's size on the wire.
+    pub(crate) packet_size: Bytes,
+    /// The receiver's feedback interval.
+    pub(crate) feedback_interval: Duration,
 }
 
 /// What media and multipath-media flows build alike from their keys.
@@ -297,6 +317,7 @@ impl World {
                 };
                 FlowSetup::Tcp(c)
             }
+            FlowKind::Tfrc => FlowSetup::Tfrc(Box::new(tfrc_setup(sc, i, f)?)),
             FlowKind::UdpCbr => FlowSetup::Cbr {
                 rate: f
                     .rate
@@ -313,6 +334,47 @@ impl World {
             },
         })
     }
+}
+
+/// A TFRC flow's setup: `packet_size` (wire bytes, default
+/// [`DEFAULT_TFRC_PACKET_SIZE`]), `feedback_interval` (default a media
+/// receiver's) and TFRC's `cc_config` keys. There is no encoder, so the
+/// controller's bounds are open: its target before the first feedback is
+/// one packet per second (RFC 5348 §4.2's initial X), no floor, no cap.
+/// `segment_size` (§4.1's `s` before any packet is sent) defaults to the
+/// packet size. Validation has refused the bounds keys.
+fn tfrc_setup(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<TfrcSetup, ScenarioError> {
+    let packet_size = f
+        .packet_size
+        .as_ref()
+        .map_or(DEFAULT_TFRC_PACKET_SIZE, |p| *p.get_ref());
+    let open = ParametricEncoderConfig {
+        start_bitrate: packet_size / Duration::from_secs(1),
+        min_bitrate: Bitrate::ZERO,
+        max_bitrate: Bitrate::MAX,
+        ..ParametricEncoderConfig::default()
+    };
+    let table = f.cc_config.as_ref().map(|t| t.get_ref());
+    let mut cc = cc_config("tfrc", table, &open).map_err(|m| {
+        sc.error(
+            f.cc_config.as_ref().map(|t| t.span()),
+            &format!("flow[{i}].cc_config"),
+            m,
+        )
+    })?;
+    if let CcConfig::Tfrc(c) = &mut cc {
+        if !table.is_some_and(|t| t.contains_key("segment_size")) {
+            c.segment_size = packet_size;
+        }
+    }
+    Ok(TfrcSetup {
+        cc,
+        packet_size,
+        feedback_interval: f
+            .feedback_interval
+            .as_ref()
+            .map_or(DEFAULT_FEEDBACK_INTERVAL, |d| *d.get_ref()),
+    })
 }
 
 /// The loss recovery of a media flow (`recovery` key, default none). NACK's

@@ -29,7 +29,7 @@ use rtcc_core::rng;
 use rtcc_core::{Bytes, Duration, Instant};
 
 pub use self::flow::{default_cc_config, media_setup, MediaSetup};
-pub(crate) use self::flow::{encoder_config, FlowSetup, MultipathSetup};
+pub(crate) use self::flow::{encoder_config, FlowSetup, MultipathSetup, TfrcSetup};
 use self::topology::queue_limit;
 use crate::engine::EventQueue;
 use crate::link::{Link, LinkConfig, LossConfig, RateModel};
@@ -274,6 +274,7 @@ impl World {
                     FlowSetup::Media(m, _) => derive(&mut m.sender.cc),
                     FlowSetup::Multipath(m, _) => m.sender.paths.iter_mut().for_each(derive),
                     FlowSetup::Live(l) => derive(&mut l.sender.cc),
+                    FlowSetup::Tfrc(t) => derive(&mut t.cc),
                     FlowSetup::Tcp(_) | FlowSetup::Cbr { .. } => {}
                 }
             }
@@ -286,11 +287,12 @@ impl World {
             flows.push(Flow {
                 name: spec.name.clone(),
                 kind: *spec.kind.get_ref(),
-                cc: spec
-                    .cc
-                    .as_ref()
-                    .map(|c| c.get_ref().clone())
-                    .unwrap_or_default(),
+                cc: match (&spec.cc, spec.kind.get_ref()) {
+                    (Some(c), _) => c.get_ref().clone(),
+                    // A tfrc flow's controller goes without saying.
+                    (None, FlowKind::Tfrc) => "tfrc".to_string(),
+                    (None, _) => String::new(),
+                },
                 start,
                 stop,
                 fwd,

@@ -9,9 +9,10 @@
 //!   in `World::cold`, at the packet's slot: written when the packet is
 //!   injected, read when it is delivered, so a TCP- or CBR-only run never
 //!   touches them.
-//! - Transport feedback, NACKs and live ACK frames sit in pools of their own
-//!   (`World::fb_pool`, `nack_pool`, `ack_pool`), named by slot in the body,
-//!   and are refilled in place by the endpoints that send them.
+//! - Transport feedback (of media, multipath and TFRC flows), NACKs and live
+//!   ACK frames sit in pools of their own (`World::fb_pool`, `nack_pool`,
+//!   `ack_pool`), named by slot in the body, and are refilled in place by the
+//!   endpoints that send them.
 //!
 //! ## Call protocol
 //!
@@ -20,7 +21,7 @@
 //! when a link drops it (`forward.rs`) or its endpoint has read it
 //! (`endpoint/`): `World::release` for any body, which frees its pool slot
 //! too, or `World::release_plain` for the bodies that hold none (`Seg`, `Ack`,
-//! `Cbr`), which does not read the body back.
+//! `Cbr`, `TfrcData`), which does not read the body back.
 
 use rtcc_core::media::packetizer::MediaPacket;
 use rtcc_core::recovery::fec::FecRepair;
@@ -62,6 +63,14 @@ pub(crate) enum Body {
     },
     /// An ACK-only packet of a live flow, its frame in `World::ack_pool`.
     LiveAck {
+        slot: u32,
+    },
+    /// A data packet of a TFRC flow: its transport-wide sequence number.
+    TfrcData {
+        seq: u64,
+    },
+    /// Transport feedback to a TFRC flow's sender, in `World::fb_pool`.
+    TfrcFeedback {
         slot: u32,
     },
 }
@@ -130,19 +139,22 @@ impl World {
     }
 
     /// Frees the slot of a packet whose body holds no pool slot (`Seg`,
-    /// `Ack`, `Cbr`): no need to read the body back, as `release` does.
+    /// `Ack`, `Cbr`, `TfrcData`): no need to read the body back, as `release`
+    /// does.
     #[inline]
     pub(super) fn release_plain(&mut self, idx: u32) {
         debug_assert!(matches!(
             self.packets[idx as usize].body,
-            Body::Seg(_) | Body::Ack(_) | Body::Cbr
+            Body::Seg(_) | Body::Ack(_) | Body::Cbr | Body::TfrcData { .. }
         ));
         self.free.push(idx);
     }
 
     pub(super) fn release(&mut self, idx: u32) {
         match self.packets[idx as usize].body {
-            Body::Feedback { slot } | Body::MpFeedback { slot } => self.fb_free.push(slot),
+            Body::Feedback { slot } | Body::MpFeedback { slot } | Body::TfrcFeedback { slot } => {
+                self.fb_free.push(slot)
+            }
             Body::Nack { slot } => self.nack_free.push(slot),
             Body::LiveAck { slot } => self.ack_free.push(slot),
             _ => {}

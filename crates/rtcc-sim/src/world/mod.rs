@@ -18,7 +18,7 @@
 //! - `forward.rs`: forwarding: routes, hops through links (cut-through on
 //!   dedicated links), the endpoints' waiting lists and early delivery;
 //! - `endpoint/`: the endpoints, a module per flow kind (`media`,
-//!   `multipath`, `live`, `tcp`, `cbr`) behind the per-kind dispatch of
+//!   `multipath`, `live`, `tcp`, `cbr`, `tfrc`) behind the per-kind dispatch of
 //!   `endpoint/mod.rs` (start, delivery, timers, finish);
 //! - [`monitor`]: what is sampled and written while the run goes on
 //!   (`timeseries.csv`, `frames.csv`, `cc_trace.csv`).
@@ -37,7 +37,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use rtcc_core::feedback::{Nack, WireFeedback};
+use rtcc_core::feedback::{FeedbackBuilder, Nack, WireFeedback};
 use rtcc_core::session::multipath::{MultipathReceiver, MultipathSender};
 use rtcc_core::session::receiver::ReceiverSession;
 use rtcc_core::session::sender::SenderSession;
@@ -45,7 +45,7 @@ use rtcc_core::transport::{AckFrame, TransportReceiver};
 use rtcc_core::{Bytes, Duration, Instant};
 
 use self::arena::{Body, ColdBody, SimPacket};
-use self::endpoint::{CbrSender, MediaOutcome};
+use self::endpoint::{CbrSender, MediaOutcome, TfrcSender};
 pub(crate) use self::endpoint::{MpFlow, MpPath};
 // Building from the scenario moved to `crate::build`; these stay reachable
 // where other modules and crates have always found them.
@@ -108,6 +108,7 @@ pub(crate) enum SenderEp {
     /// Boxed, so that `SenderEp` is 16 bytes and the flow's per-packet
     /// fields share fewer cache lines (`Flow`).
     Cbr(Box<CbrSender>),
+    Tfrc(Box<TfrcSender>),
 }
 
 pub(crate) enum ReceiverEp {
@@ -117,6 +118,8 @@ pub(crate) enum ReceiverEp {
     Multipath(Box<MultipathReceiver>),
     Live(Box<TransportReceiver>),
     Cbr,
+    /// A TFRC flow's receiver: the core's feedback builder, nothing else.
+    Tfrc(Box<FeedbackBuilder>),
 }
 
 /// Per-flow counters, cumulative.

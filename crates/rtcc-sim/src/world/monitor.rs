@@ -131,6 +131,7 @@ impl World {
             let packets_sent = at_sample.packets_sent - f.prev.packets_sent;
             let packets_lost = at_sample.packets_dropped - f.prev.packets_dropped;
             f.prev = at_sample;
+            let active = now <= f.stop;
             let (target, est, cwnd, srtt, state): SenderSample = match &mut f.sender {
                 SenderEp::Tcp(_) if ps.sender => (None, None, ps.cwnd, ps.srtt, None),
                 SenderEp::Media(s) => {
@@ -160,6 +161,18 @@ impl World {
                     )
                 }
                 SenderEp::Cbr(_) => (None, None, None, None, None),
+                SenderEp::Tfrc(s) => {
+                    s.on_sample(active);
+                    let cc = s.controller();
+                    let e = cc.estimate();
+                    (
+                        Some(cc.target_bitrate()),
+                        e.bandwidth,
+                        None,
+                        e.rtt,
+                        Some(e.state),
+                    )
+                }
                 SenderEp::Idle => (None, None, None, None, None),
             };
             if let Some(w) = &mut self.sinks.cc_trace {
@@ -302,8 +315,9 @@ impl World {
 /// Writes the `cc_trace.csv` rows of flow `f` at `now`: its controller's
 /// state variables and its recovery scheme's (`CongestionController::trace`,
 /// `LossRecovery::trace`, `TransportSender::trace_recovery`); for a
-/// multipath flow, each path's controller as flow `flow/path`. TCP and CBR
-/// flows have no controller of the core and write nothing.
+/// multipath flow, each path's controller as flow `flow/path`; a TFRC
+/// flow's controller. TCP and CBR flows have no controller of the core and
+/// write nothing.
 fn write_cc_trace(w: &mut dyn Write, now: Instant, f: &Flow) -> std::io::Result<()> {
     let mut rows = output::TraceRows {
         out: w,
@@ -329,6 +343,7 @@ fn write_cc_trace(w: &mut dyn Write, now: Instant, f: &Flow) -> std::io::Result<
                 }
             }
         }
+        SenderEp::Tfrc(s) => s.controller().trace(&mut rows),
         SenderEp::Tcp(_) | SenderEp::Cbr(_) | SenderEp::Idle => {}
     }
     match rows.error {

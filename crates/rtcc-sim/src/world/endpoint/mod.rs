@@ -9,6 +9,7 @@
 //! | `live` | `live.rs` | `LiveSender` (`crate::live`) / `TransportReceiver` |
 //! | `tcp` | `tcp.rs` | `TcpSender` / `TcpReceiver` (`crate::tcp`) |
 //! | `udp-cbr` | `cbr.rs` | [`CbrSender`] / a goodput counter |
+//! | `tfrc` | `tfrc.rs` | [`TfrcSender`] (rtcc-core's TFRC and pacer, always data) / rtcc-core's `FeedbackBuilder` |
 //!
 //! ## The interface
 //!
@@ -53,6 +54,7 @@ use rtcc_core::{rng, Instant};
 pub(crate) use self::cbr::CbrSender;
 pub(crate) use self::media::MediaOutcome;
 pub(crate) use self::multipath::{MpFlow, MpPath};
+pub(crate) use self::tfrc::TfrcSender;
 use super::{Body, ColdBody, Dir, Event, Flow, ReceiverEp, SenderEp, SimPacket, World};
 use crate::build::FlowSetup;
 use crate::encoder::SimEncoder;
@@ -62,6 +64,7 @@ mod live;
 mod media;
 mod multipath;
 mod tcp;
+mod tfrc;
 
 impl World {
     /// A `FlowStart` event: builds flow `fi`'s endpoints from its setup.
@@ -79,6 +82,7 @@ impl World {
                 on_off,
                 mix,
             } => self.start_cbr(fi, rate, payload, on_off, mix),
+            FlowSetup::Tfrc(t) => self.start_tfrc(fi, *t),
         }
     }
 
@@ -105,6 +109,8 @@ impl World {
             Body::MpPadding { seq } => self.deliver_mp_padding(idx, &p, seq),
             Body::MpFeedback { slot } => self.deliver_mp_feedback(idx, &p, slot),
             Body::LiveAck { slot } => self.deliver_live_ack(idx, &p, slot),
+            Body::TfrcData { seq } => self.deliver_tfrc_data(idx, &p, seq),
+            Body::TfrcFeedback { slot } => self.deliver_tfrc_feedback(idx, &p, slot),
         }
     }
 
@@ -147,6 +153,10 @@ impl World {
                 self.service_mp_sender(fi);
             }
             SenderEp::Cbr(_) => self.service_cbr(fi),
+            SenderEp::Tfrc(s) => {
+                s.on_timeout(now);
+                self.service_tfrc_sender(fi);
+            }
             SenderEp::Idle => {}
         }
     }
@@ -179,6 +189,7 @@ impl World {
                 }
                 self.reschedule_receiver(fi);
             }
+            ReceiverEp::Tfrc(_) => self.service_tfrc_receiver(fi),
             _ => {}
         }
     }
@@ -199,6 +210,7 @@ impl World {
             ReceiverEp::Tcp(r) => r.poll_timeout(),
             ReceiverEp::Multipath(r) => r.poll_timeout(),
             ReceiverEp::Live(r) => r.poll_timeout(),
+            ReceiverEp::Tfrc(r) => r.poll_timeout(),
             _ => None,
         };
         let Some(t) = t else { return };
@@ -231,7 +243,8 @@ impl World {
                 ReceiverEp::Live(_) => self.finish_live(fi),
                 ReceiverEp::Multipath(_) => self.finish_multipath(fi),
                 ReceiverEp::Media(_) => self.finish_media(fi),
-                ReceiverEp::Tcp(_) | ReceiverEp::Cbr | ReceiverEp::Idle => {}
+                // A TFRC flow's results are its counters and its sender's.
+                ReceiverEp::Tcp(_) | ReceiverEp::Cbr | ReceiverEp::Tfrc(_) | ReceiverEp::Idle => {}
             }
         }
     }
