@@ -427,6 +427,19 @@ pub struct OnOffSpec {
     pub shape: f64,
 }
 
+/// `interarrival = { ... }` of a udp-cbr flow: a Pareto renewal source,
+/// each packet's gap to the next drawn from a Pareto law of this shape whose
+/// mean is the packet's time at `rate` (papers/svc-topdown-probing.txt
+/// §3.1: "the inter-arrival time of those cross traffics from each source
+/// follows Pareto distribution with exponential factor a = 1.5").
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterarrivalSpec {
+    /// Pareto shape α (> 1 so that the mean exists).
+    #[serde(default = "default_pareto_shape")]
+    pub shape: f64,
+}
+
 fn default_pareto_shape() -> f64 {
     1.5
 }
@@ -578,6 +591,9 @@ pub struct FlowSpec {
     pub packet_size: Option<Spanned<Bytes>>,
     /// udp-cbr: send in Pareto on/off bursts instead of constantly.
     pub on_off: Option<Spanned<OnOffSpec>>,
+    /// udp-cbr: Pareto-distributed gaps between packets (mean rate `rate`)
+    /// instead of constant ones; not with `on_off`.
+    pub interarrival: Option<Spanned<InterarrivalSpec>>,
     /// udp-cbr: packet sizes drawn from a mix instead of `packet_size`;
     /// `"internet"` = 40 B 40 %, 550 B 50 %, 1500 B 10 % on the wire
     /// (papers/svc-topdown-probing.txt §4.1).
@@ -1415,6 +1431,30 @@ impl Scenario {
             &[UdpCbr, Tfrc],
         )?;
         not_for(spec.on_off.as_ref().map(|s| s.span()), "on_off", &[UdpCbr])?;
+        not_for(
+            spec.interarrival.as_ref().map(|s| s.span()),
+            "interarrival",
+            &[UdpCbr],
+        )?;
+        if let Some(g) = &spec.interarrival {
+            let shape = g.get_ref().shape;
+            if spec.on_off.is_some() {
+                return Err(self.error(
+                    Some(g.span()),
+                    &key("interarrival"),
+                    "give `on_off` (bursts) or `interarrival` (Pareto gaps), not both",
+                ));
+            }
+            if !(shape.is_finite() && shape > 1.0 && shape <= 100.0) {
+                return Err(self.error(
+                    Some(g.span()),
+                    &key("interarrival"),
+                    format!(
+                        "shape = {shape} must be in (1, 100] (the mean of a Pareto law needs shape > 1)"
+                    ),
+                ));
+            }
+        }
         not_for(
             spec.packet_mix.as_ref().map(|s| s.span()),
             "packet_mix",

@@ -51,6 +51,61 @@ fn an_on_off_source_averages_its_duty_cycle() {
 }
 
 #[test]
+fn a_pareto_gap_source_keeps_its_mean_rate_but_not_its_spacing() {
+    // 1 Mbps of 1200 B payloads with Pareto (shape 1.5) gaps of mean
+    // 9.6 ms: about 1 Mbps over 20 minutes (no variance at shape 1.5: a
+    // 15 % band), different per seed, replayed per seed.
+    let sc = scenario("rate = \"1Mbps\"\ninterarrival = { shape = 1.5 }", "1200s").unwrap();
+    let mut runs = Vec::new();
+    for seed in [1, 2, 3] {
+        let g = goodput_kbps(&sc, seed);
+        assert!((850.0..=1150.0).contains(&g), "seed {seed}: {g} kbps");
+        runs.push(g);
+    }
+    assert!((runs[0] - runs[1]).abs() > 1.0, "{runs:?}");
+    assert!(goodput_kbps(&sc, 3).to_bits() == runs[2].to_bits());
+    // Bursty at the 1 s scale, unlike the constant source: the spread of
+    // the samples' goodput (coefficient of variation) is several times the
+    // constant source's (one packet of jitter per sample).
+    let constant = scenario("rate = \"1Mbps\"", "120s").unwrap();
+    let short = scenario("rate = \"1Mbps\"\ninterarrival = { shape = 1.5 }", "120s").unwrap();
+    let (cv_constant, cv_pareto) = (goodput_cv(&constant), goodput_cv(&short));
+    assert!(cv_constant < 0.1, "constant: {cv_constant}");
+    assert!(
+        cv_pareto > 3.0 * cv_constant,
+        "{cv_pareto} vs {cv_constant}"
+    );
+}
+
+/// Coefficient of variation of the flow's per-second goodput (seed 1).
+fn goodput_cv(sc: &Scenario) -> f64 {
+    let dir = std::env::temp_dir().join(format!("rtcc-cross-{}", std::process::id()));
+    let opts = RunOptions {
+        seed: Some(1),
+        out_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    run(sc, &opts, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "goodput_kbps").unwrap();
+    // 100 ms samples summed into 1 s bins, the first second skipped.
+    let samples: Vec<f64> = lines
+        .map(|l| l.split(',').nth(col).unwrap().parse::<f64>().unwrap())
+        .skip(10)
+        .collect();
+    let bins: Vec<f64> = samples
+        .chunks_exact(10)
+        .map(|c| c.iter().sum::<f64>() / 10.0)
+        .collect();
+    let mean = bins.iter().sum::<f64>() / bins.len() as f64;
+    let var = bins.iter().map(|b| (b - mean) * (b - mean)).sum::<f64>() / bins.len() as f64;
+    var.sqrt() / mean
+}
+
+#[test]
 fn the_internet_mix_carries_its_payload_share() {
     // Always on at 1 Mbps of wire bytes; mean wire size 0.4·40 + 0.5·550 +
     // 0.1·1500 = 441 B, of which 413 B payload: 936.5 kbps of goodput.
@@ -83,6 +138,14 @@ fn bad_on_off_and_mix_keys_are_named() {
             "mean",
         ),
         ("rate = \"1Mbps\"\npacket_mix = \"imix\"", "imix"),
+        (
+            "rate = \"1Mbps\"\ninterarrival = { shape = 0.9 }",
+            "shape = 0.9",
+        ),
+        (
+            "rate = \"1Mbps\"\ninterarrival = {}\non_off = { on = \"1s\", off = \"1s\" }",
+            "not both",
+        ),
         (
             "rate = \"1Mbps\"\npacket_mix = \"internet\"\npacket_size = \"500B\"",
             "packet_size",

@@ -91,6 +91,8 @@ pub(crate) enum FlowSetup {
         payload: Bytes,
         /// Pareto on/off bursts instead of constant sending.
         on_off: Option<crate::scenario::OnOffSpec>,
+        /// Pareto gaps of this shape instead of constant ones.
+        gaps: Option<f64>,
         /// Packet sizes from the "internet" mix instead of `payload`.
         mix: bool,
     },
@@ -330,6 +332,7 @@ impl World {
                     .map(|p| *p.get_ref())
                     .unwrap_or(Bytes::new(1200)),
                 on_off: f.on_off.as_ref().map(|o| *o.get_ref()),
+                gaps: f.interarrival.as_ref().map(|g| g.get_ref().shape),
                 mix: f.packet_mix.is_some(),
             },
         })

@@ -10,6 +10,11 @@
 //!   shape α: x = x_m / U^{1/α} with x_m = mean·(α − 1)/α, U uniform in
 //!   (0, 1]. The flow starts with a burst; while on, packets leave back to
 //!   back at `rate` (each one `payload / rate` after the previous).
+//! - **Pareto gaps** (`interarrival`): a renewal source whose gap after
+//!   each packet is a Pareto draw of shape α with mean `size / rate`
+//!   (§3.1: "the inter-arrival time of those cross traffics from each source
+//!   follows Pareto distribution"), so the long-run rate is `rate` but the
+//!   traffic is bursty at every time scale.
 //! - **Packet mix** (`packet_mix = "internet"`): each packet's wire size is
 //!   40 B with probability 0.4, 550 B with 0.5 and 1500 B with 0.1 (§4.1);
 //!   `rate` then counts wire bytes (each packet `wire size / rate` after
@@ -52,6 +57,9 @@ pub(crate) struct Bursty {
     rate: Bitrate,
     /// `None`: always on.
     on_off: Option<OnOffSpec>,
+    /// Pareto shape of the gaps between packets; `None`: each gap is the
+    /// packet's time at `rate`.
+    gaps: Option<f64>,
     mix: bool,
     /// End of the current burst.
     on_until: Instant,
@@ -107,6 +115,7 @@ impl World {
         rate: Bitrate,
         payload: Bytes,
         on_off: Option<OnOffSpec>,
+        gaps: Option<f64>,
         mix: bool,
     ) {
         let now = self.now;
@@ -114,7 +123,7 @@ impl World {
         // The rate is the application (payload) rate, as ns-3's OnOffApplication
         // `DataRate`: packets of `payload` bytes every payload / rate.
         let interval = payload / rate;
-        let bursty = (on_off.is_some() || mix).then(|| {
+        let bursty = (on_off.is_some() || gaps.is_some() || mix).then(|| {
             let mut rng = rng::stream(f.rng_seed, f.rng_id);
             let on_until = match on_off {
                 Some(o) => now + pareto(&mut rng, o.on, o.shape),
@@ -124,6 +133,7 @@ impl World {
                 rng,
                 rate,
                 on_off,
+                gaps,
                 mix,
                 on_until,
                 next_send: now,
@@ -195,7 +205,11 @@ impl World {
             // `rate` counts payload bytes, as for a constant flow; with the
             // packet mix it counts wire bytes.
             let counted = if b.mix { size } else { payload };
-            b.next_send += b.rate.transmit_time(counted);
+            let gap = b.rate.transmit_time(counted);
+            b.next_send += match b.gaps {
+                Some(shape) => pareto(&mut b.rng, gap, shape),
+                None => gap,
+            };
             b.next_size = b.draw_size(payload);
             self.send_udp(fi, size);
         }
@@ -255,6 +269,7 @@ mod tests {
             rng: rng::stream(3, 4),
             rate: Bitrate::mbps(1),
             on_off: None,
+            gaps: None,
             mix: true,
             on_until: Instant::MAX,
             next_send: Instant::ZERO,
@@ -286,6 +301,7 @@ mod tests {
             rng: rng::stream(5, 6),
             rate: Bitrate::mbps(1),
             on_off: Some(on_off),
+            gaps: None,
             mix: false,
             on_until: Instant::from_millis(50),
             next_send: Instant::from_millis(50),

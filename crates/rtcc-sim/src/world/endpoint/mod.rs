@@ -80,8 +80,9 @@ impl World {
                 rate,
                 payload,
                 on_off,
+                gaps,
                 mix,
-            } => self.start_cbr(fi, rate, payload, on_off, mix),
+            } => self.start_cbr(fi, rate, payload, on_off, gaps, mix),
             FlowSetup::Tfrc(t) => self.start_tfrc(fi, *t),
         }
     }
