@@ -7,19 +7,20 @@
 use std::io::{self, Write};
 
 use rtcc_core::media::player::FrameRecord;
+use rtcc_core::media::svc::LayerId;
 use rtcc_core::{Bitrate, Bytes, Duration, Instant, TraceSink};
 use serde_json::{json, Map, Value};
 
 use crate::metrics::{jain_index, DelaySummary};
 use crate::scenario::FlowKind;
-use crate::world::{MpFlow, World};
+use crate::world::{MpFlow, SvcFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,layer_level";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
-    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped";
+    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped,level";
 
 /// Header line of `cc_trace.csv` (DESIGN §4): long format, one row per
 /// (sample, flow, state variable).
@@ -131,6 +132,8 @@ pub struct TimeseriesRow<'a> {
     /// Packets of the flow dropped on its forward path in the interval (queue
     /// overflow and random loss), counted when they are dropped.
     pub packets_lost: Option<u64>,
+    /// A layered (svc) flow's subscribed level: the layers the encoder sends.
+    pub layer_level: Option<usize>,
 }
 
 /// Writes one `timeseries.csv` row.
@@ -146,7 +149,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -160,6 +163,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         kb(r.capacity),
         count(r.packets_sent),
         count(r.packets_lost),
+        r.layer_level.map(|l| l.to_string()).unwrap_or_default(),
     )
 }
 
@@ -171,7 +175,7 @@ pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io:
     };
     writeln!(
         w,
-        "{},{},{},{},{:.3},{},{},{},{}",
+        "{},{},{},{},{:.3},{},{},{},{},{}",
         flow,
         rec.frame_id,
         rec.frame_type.as_str(),
@@ -183,6 +187,7 @@ pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io:
             .map(|d| format!("{:.3}", d.as_millis_f64()))
             .unwrap_or_default(),
         u8::from(rec.dropped),
+        rec.level.map(|l| l.to_string()).unwrap_or_default(),
     )
 }
 
@@ -262,6 +267,39 @@ fn multipath_json(m: &mut Map<String, Value>, world: &World, mp: &MpFlow) {
     }
 }
 
+/// A layered (svc) flow's part of its summary: `layers`, one entry per
+/// layer of its ladder (identifiers, packets sent and delivered, frames whose
+/// layers up to it arrived and frames shown with it), and
+/// `mean_displayed_level` (over the frames displayed; absent if none).
+fn svc_json(m: &mut Map<String, Value>, svc: &SvcFlow) {
+    let layers: Vec<Value> = svc
+        .sent
+        .iter()
+        .enumerate()
+        .map(|(i, &sent)| {
+            let level = i + 1;
+            let id = LayerId::for_level(level).unwrap_or_default();
+            let r = svc.received.get(i).copied().unwrap_or_default();
+            json!({
+                "layer": level,
+                "dependency_id": id.dependency_id,
+                "temporal_id": id.temporal_id,
+                "quality_id": id.quality_id,
+                "priority_id": id.priority_id,
+                "sent_packets": sent,
+                "delivered_packets": r.packets_delivered,
+                "delivered_bytes": r.bytes_delivered.get(),
+                "complete_frames": r.frames_complete,
+                "decodable_frames": r.frames_decodable,
+            })
+        })
+        .collect();
+    m.insert("layers".into(), Value::Array(layers));
+    if let Some(l) = svc.mean_displayed_level {
+        m.insert("mean_displayed_level".into(), json!(round3(l)));
+    }
+}
+
 pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
     let duration = world.end - rtcc_core::Instant::ZERO;
     let mut flows = Vec::new();
@@ -315,6 +353,9 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             }
             if let Some(mp) = &f.mp {
                 multipath_json(&mut m, world, mp);
+            }
+            if let Some(svc) = &f.svc {
+                svc_json(&mut m, svc);
             }
         }
         // The controller's estimate against the bottleneck: media, multipath

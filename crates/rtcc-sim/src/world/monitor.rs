@@ -2,7 +2,8 @@
 //! `sample_interval` (rates, the controller's target and estimate, the
 //! bandwidth-estimate accuracy, the time in each controller state, the
 //! bottleneck queue) and the files streamed during the run,
-//! `timeseries.csv`, `frames.csv` and `cc_trace.csv` (DESIGN §4;
+//! `timeseries.csv` (with a layered flow's subscribed level),
+//! `frames.csv` and `cc_trace.csv` (DESIGN §4;
 //! `summary.json` is built at the end by [`crate::output`]). Nothing here is
 //! on the per-packet path.
 
@@ -131,6 +132,11 @@ impl World {
                 SenderEp::Cbr(_) => (None, None, None, None, None),
                 SenderEp::Idle => (None, None, None, None, None),
             };
+            // A layered flow's subscribed level.
+            let layer_level = match &f.sender {
+                SenderEp::Media(s) => s.encoder().svc().map(|e| e.level()),
+                _ => None,
+            };
             if let Some(w) = &mut self.sinks.cc_trace {
                 if let Err(e) = write_cc_trace(&mut **w, now, f) {
                     self.io_error = Some(e);
@@ -174,6 +180,7 @@ impl World {
                     capacity: (capacity < Bitrate::MAX).then_some(capacity),
                     packets_sent: Some(packets_sent),
                     packets_lost: Some(packets_lost),
+                    layer_level,
                 },
             );
             if let Err(e) = r {
