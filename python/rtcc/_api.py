@@ -72,8 +72,10 @@ class Result:
         """``frames.csv``: one row per video frame, loaded on first access.
 
         Columns: flow, frame_id, type, size_bytes, capture_ms, complete_ms,
-        displayed_ms, delay_ms, dropped. Times of frames that never completed
-        or were never displayed are null.
+        displayed_ms, delay_ms, dropped, level (a layered flow's frame: the
+        layers shown, 0 if not displayed). Times of frames that never
+        completed or were never displayed are null, and so is the level of a
+        frame without layers.
         """
         return _read_csv(self.out_dir / "frames.csv", _FRAMES_SCHEMA)
 
@@ -86,8 +88,9 @@ class Result:
         capacity_kbps (the flow's bottleneck link), packets_sent,
         packets_lost (in the interval), avail_kbps (the available bandwidth
         of the flow's forward path: per link, capacity less the bytes other
-        flows offered to it, the least over the path; docs/metrics.md).
-        Cells that do not apply to a flow are null.
+        flows offered to it, the least over the path; docs/metrics.md),
+        layer_level (a layered flow's subscribed level). Cells that do not
+        apply to a flow are null.
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
@@ -235,6 +238,7 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "packets_sent": pl.Int64(),
     "packets_lost": pl.Int64(),
     "avail_kbps": pl.Float64(),
+    "layer_level": pl.Int64(),
 }
 _CC_TRACE_SCHEMA: dict[str, pl.DataType] = {
     "time_s": pl.Float64(),
@@ -252,6 +256,7 @@ _FRAMES_SCHEMA: dict[str, pl.DataType] = {
     "displayed_ms": pl.Float64(),
     "delay_ms": pl.Float64(),
     "dropped": pl.Int64(),
+    "level": pl.Int64(),
 }
 
 

@@ -438,6 +438,7 @@ def peers_scenario(
     name: str,
     capacity: str = "10Mbps",
     cc: str = "svc-probing",
+    kind: str = "media",
     duration: str = "300s",
     start_spread_ms: int = 5000,
     seed: int = 1,
@@ -453,6 +454,9 @@ def peers_scenario(
         name: The scenario's name.
         capacity: Every link's rate, as a scenario bitrate (``"10Mbps"``).
         cc: The flows' controller; ``svc-probing`` gets §4.2's threshold_FS.
+        kind: The flows' kind: ``media`` (video, with ``cc``) or ``tfrc`` (a
+            greedy RFC 5348 source of 1000 B packets, as ns-2's TFRC agent;
+            ``cc`` is then ignored).
         duration: The scenario's duration.
         start_spread_ms: Flows start at seeded times in ``[0, start_spread_ms)``.
         seed: Seeds the start times and is the scenario's own seed.
@@ -464,6 +468,10 @@ def peers_scenario(
     Raises:
         ValueError: A peer is repeated, is the server, or is unreachable.
     """
+    if kind not in ("media", "tfrc"):
+        raise ValueError(f"kind must be media or tfrc, not {kind!r}")
+    if kind == "tfrc":
+        cc = "tfrc"
     if len(set(peers)) != len(peers) or server in peers:
         raise ValueError(f"peers must be distinct and differ from the server {server}: {peers}")
     tree = routes(topology, server)
@@ -503,9 +511,13 @@ def peers_scenario(
         lines += ["links = [" + ", ".join(f'"{n}"' for n in names) + "]", ""]
     for p in peers:
         start_ms = int(starts.random() * start_spread_ms)
-        lines += ["[[flow]]", f'name = "peer-n{p}"', 'kind = "media"', f'cc = "{cc}"']
+        lines += ["[[flow]]", f'name = "peer-n{p}"', f'kind = "{kind}"']
+        if kind == "media":
+            lines.append(f'cc = "{cc}"')
         lines += [f'path = "to-n{p}"', f'start = "{start_ms}ms"']
-        if cc == "svc-probing":
-            lines.append(f"cc_config = {_SVC_CC_CONFIG}")
-        lines += [f"encoder = {_ENCODER}", ""]
+        if kind == "media":
+            if cc == "svc-probing":
+                lines.append(f"cc_config = {_SVC_CC_CONFIG}")
+            lines.append(f"encoder = {_ENCODER}")
+        lines.append("")
     return "\n".join(lines)

@@ -343,14 +343,7 @@ fn session_bench(target_packets: u64, use_wire: bool) -> Result<Value, String> {
                 match m {
                     Media::Core(tx) => {
                         let p = &tx.packet;
-                        let meta = PacketMeta {
-                            frame_id: p.frame_id,
-                            frame_type: p.frame_type,
-                            capture_time: p.capture_time,
-                            index: p.index,
-                            last_in_frame: p.last_in_frame,
-                            payload: p.payload,
-                        };
+                        let meta = PacketMeta::from(*p);
                         // RTP carries 16 bits of the media sequence (RFC 3550 §5.1).
                         let media = MediaSeq {
                             seq: tx.media_seq as u16,
@@ -498,6 +491,8 @@ fn synthetic_transmit(seq: u64, per_frame: u64, capture_time: Instant) -> Transm
             last_in_frame: index + 1 == per_frame,
             payload: pk.mtu,
             wire_size: pk.mtu + pk.header_overhead,
+            layer: 0,
+            layer_end: false,
         },
         send_time: capture_time,
     }

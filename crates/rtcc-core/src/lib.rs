@@ -35,7 +35,8 @@
 //! - [`cc`]: the [`CongestionController`] trait and the built-in controllers.
 //! - [`estimate`]: estimators shared by several algorithms (windowed filters).
 //! - [`pacer`]: the pacer (burst allowance, frame-burst mode).
-//! - [`media`]: frames, the encoder model, the packetizer, the player.
+//! - [`media`]: frames, the encoder models (parametric, ladder replay, layered
+//!   SVC with its layer adapter), the packetizer, the player.
 //! - [`feedback`]: the receiver's feedback builder and the NACK message.
 //! - [`recovery`]: the [`recovery::LossRecovery`] trait, NACK-based retransmission and
 //!   AutoRec's redundancy adapter and reinjection queue.

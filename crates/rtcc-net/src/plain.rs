@@ -146,6 +146,9 @@ impl PlainFrames {
             index: u32::try_from(seq - first_seq).unwrap_or(u32::MAX),
             last_in_frame: marker,
             payload: Bytes::new(payload.len() as u64),
+            // An RFC 6184 stream has no layers.
+            layer: 0,
+            layer_end: false,
         })
     }
 

@@ -887,6 +887,8 @@ mod tests {
                     last_in_frame: true,
                     payload: Bytes::new(100),
                     wire_size: Bytes::new(148),
+                    layer: 0,
+                    layer_end: false,
                 },
                 send_time: Instant::from_millis(frame_id),
             };
@@ -1088,6 +1090,8 @@ mod tests {
                     last_in_frame: false,
                     payload: Bytes::ZERO,
                     wire_size: Bytes::new(450),
+                    layer: 0,
+                    layer_end: false,
                 },
                 send_time: Instant::from_millis(ms),
             };
@@ -1133,6 +1137,8 @@ mod tests {
                 last_in_frame: false,
                 payload: Bytes::ZERO,
                 wire_size: Bytes::new(300),
+                layer: 0,
+                layer_end: false,
             },
             send_time: Instant::from_millis(1),
         };

@@ -117,6 +117,8 @@ fn transmit(seq: u64, frame_id: u64, index: u32, count: u32, last: bool, payload
             last_in_frame: last,
             payload: Bytes::new(payload),
             wire_size: Bytes::new(payload + 48),
+            layer: 0,
+            layer_end: false,
         },
         send_time: Instant::from_millis(10),
     }

@@ -1,13 +1,28 @@
 //! The encoder models a simulated media flow can run, dispatched by `match`
-//! (STYLE rule 4): the parametric model (`encoder.kind = "parametric"`) or a
-//! replay of a real encoder's bitrate ladder (`encoder.kind = "ladder"`).
+//! (STYLE rule 4): the parametric model (`encoder.kind = "parametric"`), a
+//! replay of a real encoder's bitrate ladder (`encoder.kind = "ladder"`) or
+//! the layered SVC model (`encoder.kind = "svc"`).
 
 use rtcc_core::media::encoder::{
     EncodedFrame, EncoderConfigError, EncoderModel, ParametricEncoder, ParametricEncoderConfig,
 };
 use rtcc_core::media::ladder::{LadderEncoder, LadderTrace};
+use rtcc_core::media::svc_encoder::{SvcEncoder, SvcEncoderConfig};
 use rtcc_core::rng::Rng;
 use rtcc_core::{Bitrate, Bytes, Instant};
+
+/// Which model a flow's encoder is (`encoder.kind`), with what that model
+/// needs beyond the flow's `ParametricEncoderConfig`.
+#[derive(Debug)]
+pub(crate) enum EncoderKind {
+    /// The parametric model, from the `ParametricEncoderConfig` alone.
+    Parametric,
+    /// A replay of this ladder trace at the config's fps, starting at its
+    /// start bitrate.
+    Ladder(LadderTrace),
+    /// The layered model.
+    Svc(SvcEncoderConfig),
+}
 
 /// A media flow's encoder.
 #[derive(Debug)]
@@ -16,26 +31,40 @@ pub(crate) enum SimEncoder {
     Parametric(ParametricEncoder),
     /// `rtcc_core::media::ladder::LadderEncoder`.
     Ladder(LadderEncoder),
+    /// `rtcc_core::media::svc_encoder::SvcEncoder`.
+    Svc(SvcEncoder),
 }
 
 impl SimEncoder {
-    /// The parametric model from `config`, or, with a `ladder`, its replay at
-    /// `config.fps` starting at `config.start_bitrate`.
+    /// The encoder of `kind`: the parametric model from `config`, its
+    /// ladder's replay at `config.fps` starting at `config.start_bitrate`, or
+    /// the layered model.
     pub(crate) fn new(
         now: Instant,
         config: ParametricEncoderConfig,
-        ladder: Option<LadderTrace>,
+        kind: EncoderKind,
         rng: Rng,
     ) -> Result<Self, EncoderConfigError> {
-        Ok(match ladder {
-            None => SimEncoder::Parametric(ParametricEncoder::new(now, config, rng)?),
-            Some(trace) => SimEncoder::Ladder(LadderEncoder::new(
+        Ok(match kind {
+            EncoderKind::Parametric => {
+                SimEncoder::Parametric(ParametricEncoder::new(now, config, rng)?)
+            }
+            EncoderKind::Ladder(trace) => SimEncoder::Ladder(LadderEncoder::new(
                 now,
                 config.fps,
                 trace,
                 config.start_bitrate,
             )?),
+            EncoderKind::Svc(svc) => SimEncoder::Svc(SvcEncoder::new(now, svc, rng)?),
         })
+    }
+
+    /// The layered encoder, if this is one.
+    pub(crate) fn svc(&self) -> Option<&SvcEncoder> {
+        match self {
+            SimEncoder::Svc(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
@@ -44,6 +73,7 @@ macro_rules! each {
         match $self {
             SimEncoder::Parametric($e) => $body,
             SimEncoder::Ladder($e) => $body,
+            SimEncoder::Svc($e) => $body,
         }
     };
 }
@@ -66,5 +96,11 @@ impl EncoderModel for SimEncoder {
     }
     fn packet_payloads(&self, frame_id: u64) -> Option<&[Bytes]> {
         each!(self, e => e.packet_payloads(frame_id))
+    }
+    fn layer_sizes(&self, frame_id: u64) -> Option<&[Bytes]> {
+        each!(self, e => e.layer_sizes(frame_id))
+    }
+    fn rates_include_headers(&self) -> bool {
+        each!(self, e => e.rates_include_headers())
     }
 }

@@ -853,6 +853,8 @@ mod tests {
             last_in_frame: true,
             payload: Bytes::new(1000),
             wire_size: Bytes::new(1063),
+            layer: 0,
+            layer_end: false,
         };
         let data = |copy| Datagram {
             pn: 0,

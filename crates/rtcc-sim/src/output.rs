@@ -7,19 +7,20 @@
 use std::io::{self, Write};
 
 use rtcc_core::media::player::FrameRecord;
+use rtcc_core::media::svc::LayerId;
 use rtcc_core::{Bitrate, Bytes, CongestionController as _, Duration, Instant, TraceSink};
 use serde_json::{json, Map, Value};
 
 use crate::metrics::{jain_index, DelaySummary};
 use crate::scenario::FlowKind;
-use crate::world::{MpFlow, SenderEp, World};
+use crate::world::{MpFlow, SenderEp, SvcFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps,layer_level";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
-    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped";
+    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped,level";
 
 /// Header line of `cc_trace.csv` (DESIGN §4): long format, one row per
 /// (sample, flow, state variable).
@@ -136,6 +137,8 @@ pub struct TimeseriesRow<'a> {
     /// the bytes other flows offered to it, at least zero
     /// (svc-topdown-probing §2.1 eq. 2–3; docs/metrics.md).
     pub avail: Option<Bitrate>,
+    /// A layered (svc) flow's subscribed level: the layers the encoder sends.
+    pub layer_level: Option<usize>,
 }
 
 /// Writes one `timeseries.csv` row.
@@ -151,7 +154,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -166,6 +169,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         count(r.packets_sent),
         count(r.packets_lost),
         kb(r.avail),
+        r.layer_level.map(|l| l.to_string()).unwrap_or_default(),
     )
 }
 
@@ -177,7 +181,7 @@ pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io:
     };
     writeln!(
         w,
-        "{},{},{},{},{:.3},{},{},{},{}",
+        "{},{},{},{},{:.3},{},{},{},{},{}",
         flow,
         rec.frame_id,
         rec.frame_type.as_str(),
@@ -189,6 +193,7 @@ pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io:
             .map(|d| format!("{:.3}", d.as_millis_f64()))
             .unwrap_or_default(),
         u8::from(rec.dropped),
+        rec.level.map(|l| l.to_string()).unwrap_or_default(),
     )
 }
 
@@ -268,6 +273,39 @@ fn multipath_json(m: &mut Map<String, Value>, world: &World, mp: &MpFlow) {
     }
 }
 
+/// A layered (svc) flow's part of its summary: `layers`, one entry per
+/// layer of its ladder (identifiers, packets sent and delivered, frames whose
+/// layers up to it arrived and frames shown with it), and
+/// `mean_displayed_level` (over the frames displayed; absent if none).
+fn svc_json(m: &mut Map<String, Value>, svc: &SvcFlow) {
+    let layers: Vec<Value> = svc
+        .sent
+        .iter()
+        .enumerate()
+        .map(|(i, &sent)| {
+            let level = i + 1;
+            let id = LayerId::for_level(level).unwrap_or_default();
+            let r = svc.received.get(i).copied().unwrap_or_default();
+            json!({
+                "layer": level,
+                "dependency_id": id.dependency_id,
+                "temporal_id": id.temporal_id,
+                "quality_id": id.quality_id,
+                "priority_id": id.priority_id,
+                "sent_packets": sent,
+                "delivered_packets": r.packets_delivered,
+                "delivered_bytes": r.bytes_delivered.get(),
+                "complete_frames": r.frames_complete,
+                "decodable_frames": r.frames_decodable,
+            })
+        })
+        .collect();
+    m.insert("layers".into(), Value::Array(layers));
+    if let Some(l) = svc.mean_displayed_level {
+        m.insert("mean_displayed_level".into(), json!(round3(l)));
+    }
+}
+
 pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
     let duration = world.end - rtcc_core::Instant::ZERO;
     let mut flows = Vec::new();
@@ -327,6 +365,9 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
             }
             if let Some(mp) = &f.mp {
                 multipath_json(&mut m, world, mp);
+            }
+            if let Some(svc) = &f.svc {
+                svc_json(&mut m, svc);
             }
         }
         // The controller's estimate against the bottleneck: media, multipath,

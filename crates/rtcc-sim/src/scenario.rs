@@ -448,8 +448,8 @@ fn default_pareto_shape() -> f64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EncoderSpec {
-    /// "parametric" (the model) or "ladder" (replay of a frame-size trace
-    /// ladder, `trace`).
+    /// "parametric" (the model), "ladder" (replay of a frame-size trace
+    /// ladder, `trace`) or "svc" (layered video, `layers`).
     pub kind: String,
     /// `kind = "ladder"`: the ladder CSV (`rung_kbps,frame,size_bytes,type`),
     /// resolved like link traces (working directory, then the scenario's
@@ -473,6 +473,41 @@ pub struct EncoderSpec {
     pub start_bitrate: Option<Bitrate>,
     /// Encoded-to-target ratio model.
     pub etr: Option<EtrSpec>,
+    /// `kind = "svc"`: the layers, a count of `layer_rate` steps (`20`) or
+    /// their cumulative rates (`["100kbps", "300kbps", ...]`).
+    pub layers: Option<LayersSpec>,
+    /// `kind = "svc"` with a layer count: each layer's rate.
+    pub layer_rate: Option<Bitrate>,
+}
+
+/// `layers = 20` or `layers = ["100kbps", "200kbps", ...]` of an svc encoder.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LayersSpec {
+    /// That many layers of `layer_rate` each.
+    Count(i64),
+    /// Cumulative rates, base layer first.
+    Rates(Vec<Bitrate>),
+}
+
+impl<'de> Deserialize<'de> for LayersSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match toml::Value::deserialize(d)? {
+            toml::Value::Integer(n) => Ok(LayersSpec::Count(n)),
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|v| match v {
+                    toml::Value::String(s) => s.parse::<Bitrate>().map_err(de::Error::custom),
+                    other => Err(de::Error::custom(format!(
+                        "a cumulative layer rate is a string like \"300kbps\", not {other}"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(LayersSpec::Rates),
+            other => Err(de::Error::custom(format!(
+                "expected a layer count (20) or a list of cumulative rates ([\"100kbps\", ...]), not {other}"
+            ))),
+        }
+    }
 }
 
 impl Default for EncoderSpec {
@@ -492,6 +527,8 @@ impl Default for EncoderSpec {
             start_bitrate: None,
             etr: None,
             trace: None,
+            layers: None,
+            layer_rate: None,
         }
     }
 }
@@ -1295,6 +1332,31 @@ impl Scenario {
         Ok(())
     }
 
+    /// `encoder.kind = "svc"`: a media flow's layered encoder, its keys
+    /// checked as the world builds them (`build::svc_encoder_config`).
+    fn validate_svc_encoder(
+        &self,
+        i: usize,
+        f: &Spanned<FlowSpec>,
+        e: &Spanned<EncoderSpec>,
+    ) -> Result<(), ScenarioError> {
+        let spec = f.get_ref();
+        let kind = *spec.kind.get_ref();
+        if kind != FlowKind::Media {
+            return Err(self.error(
+                Some(e.span()),
+                &format!("flow[{i}].encoder.kind"),
+                format!(
+                    "the svc encoder runs on media flows (this flow is {})",
+                    kind.as_str()
+                ),
+            ));
+        }
+        crate::build::svc_encoder_config(e.get_ref(), crate::build::flow_packetizer(spec))
+            .map(|_| ())
+            .map_err(|(k, m)| self.error(Some(e.span()), &format!("flow[{i}].{k}"), m))
+    }
+
     fn validate_flow(&self, i: usize, f: &Spanned<FlowSpec>) -> Result<(), ScenarioError> {
         let spec = f.get_ref();
         let kind = *spec.kind.get_ref();
@@ -1655,12 +1717,36 @@ impl Scenario {
                         ));
                     }
                 }
+                ("svc", Some(_)) => {
+                    return Err(self.error(
+                        span,
+                        &key("encoder.trace"),
+                        "only applies to kind = \"ladder\"",
+                    ))
+                }
+                ("svc", None) => self.validate_svc_encoder(i, f, e)?,
                 (other, _) => {
                     return Err(self.error(
                         span,
                         &key("encoder.kind"),
-                        format!("unknown encoder kind \"{other}\" (one of: parametric, ladder)"),
+                        format!(
+                            "unknown encoder kind \"{other}\" (one of: parametric, ladder, svc)"
+                        ),
                     ))
+                }
+            }
+            if enc.kind != "svc" {
+                for (name, given) in [
+                    ("layers", enc.layers.is_some()),
+                    ("layer_rate", enc.layer_rate.is_some()),
+                ] {
+                    if given {
+                        return Err(self.error(
+                            span,
+                            &key(&format!("encoder.{name}")),
+                            "only applies to kind = \"svc\"",
+                        ));
+                    }
                 }
             }
             if !(enc.fps.is_finite() && enc.fps > 0.0 && enc.fps <= 1000.0) {

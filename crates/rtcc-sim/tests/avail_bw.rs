@@ -73,21 +73,18 @@ impl Outputs {
 }
 
 /// The `(time_s, flow, avail_kbps)` cells of `timeseries.csv` in `dir`;
-/// checks that the column is the header's last.
+/// checks that the column comes after every column it was added after.
 fn avail_cells(dir: &Path) -> Vec<(f64, String, String)> {
     let text = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.last(), Some(&"avail_kbps"), "{header:?}");
+    let col = header.iter().position(|h| *h == "avail_kbps").unwrap();
+    assert_eq!(header[col - 1], "packets_lost", "{header:?}");
     lines
         .map(|l| {
             let c: Vec<&str> = l.split(',').collect();
             assert_eq!(c.len(), header.len(), "{l}");
-            (
-                c[0].parse().unwrap(),
-                c[1].to_owned(),
-                c[c.len() - 1].to_owned(),
-            )
+            (c[0].parse().unwrap(), c[1].to_owned(), c[col].to_owned())
         })
         .collect()
 }

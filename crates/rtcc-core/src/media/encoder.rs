@@ -84,6 +84,25 @@ pub trait EncoderModel {
     fn packet_payloads(&self, _frame_id: u64) -> Option<&[Bytes]> {
         None
     }
+    /// The payload sizes of this frame's layers, base layer first, when the
+    /// encoder is layered (SVC, [`crate::media::svc_encoder`]); `None` = a
+    /// frame without layers. The session then cuts each layer on its own
+    /// ([`crate::media::packetizer::Packetizer::packetize_layers`]).
+    ///
+    /// Asked right after `produce` returned the frame; the sizes sum to the
+    /// frame's `size`. An encoder gives at most one of `packet_payloads` and
+    /// `layer_sizes`.
+    fn layer_sizes(&self, _frame_id: u64) -> Option<&[Bytes]> {
+        None
+    }
+    /// True when the encoder's rates count packet headers (rates on the wire,
+    /// as a layered encoder's ladder, [`crate::media::svc_encoder`]): the
+    /// session then gives `set_target` the controller's target as is. False
+    /// (the default): the encoder produces payload, and the session gives it
+    /// the payload share of the target.
+    fn rates_include_headers(&self) -> bool {
+        false
+    }
 }
 
 /// Why an encoder could not be built. Names the field and the value.

@@ -1,4 +1,5 @@
-//! Media models: frames, encoder models, packetizer, receiver-side player.
+//! Media models: frames, encoder models (parametric, ladder replay, layered
+//! SVC), packetizer, receiver-side player.
 
 pub mod encoder;
 pub mod frame;
@@ -6,3 +7,4 @@ pub mod ladder;
 pub mod packetizer;
 pub mod player;
 pub mod svc;
+pub mod svc_encoder;

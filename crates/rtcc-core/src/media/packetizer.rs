@@ -10,6 +10,17 @@
 //! packetised per RFC 6184 §5.6–5.8) gives the payload sizes instead
 //! (`EncoderModel::packet_payloads`), and [`Packetizer::packetize_sizes`] emits
 //! exactly those packets.
+//!
+//! A layered (SVC) encoder gives the sizes of its layers' sub-frames
+//! (`EncoderModel::layer_sizes`), and [`Packetizer::packetize_layers`] cuts
+//! each layer on its own, base layer first, as an H.264 SVC sender puts each
+//! layer's NAL unit in its own packets (RFC 6190's single-session
+//! transmission, one NAL unit per layer and picture; a NAL unit larger than
+//! the MTU is fragmented, RFC 6184 §5.8). Index, count and the marker bit stay frame-wide, so the transport
+//! sees a layered frame as one packet train like any other; each packet
+//! carries its layer and, on the layer's last packet, the end-of-layer bit
+//! (the FU header's E bit, RFC 6184 §5.8) that lets the receiver tell where a
+//! layer ends.
 
 use crate::media::frame::FrameType;
 use crate::time::Instant;
@@ -46,6 +57,11 @@ pub struct MediaPacket {
     pub payload: Bytes,
     /// Bytes on the wire (payload + headers).
     pub wire_size: Bytes,
+    /// SVC layer carried, 1 = the base layer; 0 for a stream without layers.
+    pub layer: u8,
+    /// True on the last packet of its layer's sub-frame (RFC 6184 §5.8's E
+    /// bit); always false for a stream without layers.
+    pub layer_end: bool,
 }
 
 /// Packetizer settings.
@@ -96,6 +112,8 @@ impl Packetizer {
                 last_in_frame: i + 1 == n,
                 payload,
                 wire_size: payload + self.header_overhead,
+                layer: 0,
+                layer_end: false,
             });
         }
     }
@@ -127,7 +145,58 @@ impl Packetizer {
                 last_in_frame: i + 1 == n,
                 payload,
                 wire_size: payload + self.header_overhead,
+                layer: 0,
+                layer_end: false,
             });
+        }
+    }
+
+    /// Number of packets a layered frame becomes: each layer's sub-frame is
+    /// cut on its own ([`Packetizer::packet_count`] packets each).
+    pub fn layered_packet_count(&self, layer_sizes: &[Bytes]) -> u32 {
+        layer_sizes
+            .iter()
+            .fold(0u32, |n, &s| n.saturating_add(self.packet_count(s)))
+    }
+
+    /// Cut a layered (SVC) frame: `layer_sizes[k]` is the payload of layer
+    /// `k + 1` (the base layer first). Each layer is split about equally as
+    /// in [`Packetizer::packetize`], its packets tagged with the layer and the
+    /// last one with `layer_end`; `index`, `count` and `last_in_frame` run
+    /// over the whole frame (module doc). Layers above 255 are not
+    /// describable by `MediaPacket::layer` and are not sent. Allocates
+    /// nothing.
+    pub fn packetize_layers(
+        &self,
+        frame_id: u64,
+        frame_type: FrameType,
+        capture_time: Instant,
+        layer_sizes: &[Bytes],
+        mut emit: impl FnMut(MediaPacket),
+    ) {
+        let layer_sizes = &layer_sizes[..layer_sizes.len().min(usize::from(u8::MAX))];
+        let count = self.layered_packet_count(layer_sizes);
+        let mut index = 0u32;
+        for (layer, &size) in (1..=u8::MAX).zip(layer_sizes) {
+            let n = self.packet_count(size);
+            let base = size.get() / n as u64;
+            let extra = size.get() % n as u64;
+            for i in 0..n {
+                let payload = Bytes::new(base + u64::from((i as u64) < extra));
+                emit(MediaPacket {
+                    frame_id,
+                    frame_type,
+                    capture_time,
+                    index,
+                    count,
+                    last_in_frame: index + 1 == count,
+                    payload,
+                    wire_size: payload + self.header_overhead,
+                    layer,
+                    layer_end: i + 1 == n,
+                });
+                index += 1;
+            }
         }
     }
 }
@@ -194,6 +263,46 @@ mod tests {
             assert_eq!(m.frame_type, FrameType::Key);
             assert_eq!(m.capture_time, Instant::from_millis(5));
         }
+    }
+
+    #[test]
+    fn layers_are_cut_one_by_one_with_frame_wide_indices() {
+        let p = Packetizer::default();
+        let sizes = [Bytes::new(417), Bytes::new(2500), Bytes::new(1)];
+        let mut v = Vec::new();
+        p.packetize_layers(3, FrameType::Delta, Instant::ZERO, &sizes, |m| v.push(m));
+        // 1 + 3 + 1 packets; the middle layer split 834/833/833.
+        assert_eq!(p.layered_packet_count(&sizes), 5);
+        let got: Vec<(u32, u8, u64, bool, bool)> = v
+            .iter()
+            .map(|m| {
+                (
+                    m.index,
+                    m.layer,
+                    m.payload.get(),
+                    m.layer_end,
+                    m.last_in_frame,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, 417, true, false),
+                (1, 2, 834, false, false),
+                (2, 2, 833, false, false),
+                (3, 2, 833, true, false),
+                (4, 3, 1, true, true),
+            ]
+        );
+        assert!(v.iter().all(|m| m.count == 5 && m.frame_id == 3));
+        assert_eq!(v[1].wire_size, Bytes::new(834 + 48));
+        // Frames without layers are tagged layer 0, never with an end of layer.
+        let mut plain = Vec::new();
+        p.packetize(1, FrameType::Key, Instant::ZERO, Bytes::new(3000), |m| {
+            plain.push(m)
+        });
+        assert!(plain.iter().all(|m| m.layer == 0 && !m.layer_end));
     }
 
     #[test]

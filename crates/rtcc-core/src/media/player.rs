@@ -32,10 +32,45 @@
 //! Frames of which no packet ever arrived produce no [`FrameRecord`] (their type
 //! and capture time are unknown here); they count in [`PlayerStats::frames_missing`]
 //! and break the decode chain like a dropped frame.
+//!
+//! ## Layered (SVC) frames
+//!
+//! A frame whose packets carry a layer ([`PacketMeta::layer`] ≥ 1, cut by
+//! `Packetizer::packetize_layers`: base layer first, frame-wide indices, the
+//! end-of-layer bit on each layer's last packet) is assembled as above, and
+//! in addition:
+//!
+//! - **Level.** Layer k is decodable only with layers 1..=k−1 of the same
+//!   frame. Its *level* is the highest k such that layers 1..=k all arrived:
+//!   the number of end-of-layer packets among the frame's leading run of
+//!   received packets `0..c` (layers are contiguous and in order, so layers
+//!   1..=k arrived exactly when layer k's last packet lies in that run). A
+//!   frame whose base layer is missing has level 0, whatever arrived above it.
+//! - **Display.** A complete frame is displayed at its full level, as any
+//!   frame. An incomplete one is not dropped at its give-up deadline (the
+//!   playout deadline of this player: [`PlayerConfig::layered_wait`] after a
+//!   newer frame completed, by default `max_frame_wait`): it is displayed
+//!   then, at its level, if that is at least 1 and the frame is decodable (a
+//!   key frame, or the previous frame was displayed); else it is dropped as
+//!   above. Decoding across frames follows the base layer: a frame shown at
+//!   any level is a reference for the next (enhancement-layer drift is not
+//!   modelled).
+//! - **Counters** ([`Player::layer_stats`]): per layer, the packets and
+//!   payload delivered (accepted by the player), the frames whose layers
+//!   1..=k had all arrived when the frame was finished, and the frames
+//!   displayed at level ≥ k; [`FrameRecord::level`] is each frame's
+//!   displayed level and [`Player::mean_displayed_level`] their mean. Both
+//!   frame counts are non-increasing in k by construction.
+//!
+//! Frames without layers keep `level = None` and every counter above as it
+//! was; [`PlayerStats`] means the same for both (a layered frame counts in
+//! `frames_complete` and `delivered_payload` only when every layer sent
+//! arrived).
 
 use std::collections::VecDeque;
 
 use crate::media::frame::FrameType;
+use crate::media::packetizer::MediaPacket;
 use crate::time::{Duration, Instant};
 use crate::units::Bytes;
 
@@ -63,6 +98,28 @@ pub struct PacketMeta {
     pub last_in_frame: bool,
     /// Video payload carried (no headers).
     pub payload: Bytes,
+    /// SVC layer carried, 1 = the base layer; 0 for a stream without layers.
+    pub layer: u8,
+    /// True on the last packet of its layer's sub-frame (RFC 6184 §5.8's E
+    /// bit; module doc, "Layered frames").
+    pub layer_end: bool,
+}
+
+impl From<MediaPacket> for PacketMeta {
+    /// What the receiver learns of a packet the packetizer cut: every field
+    /// but the frame's packet count and the wire size.
+    fn from(p: MediaPacket) -> Self {
+        PacketMeta {
+            frame_id: p.frame_id,
+            frame_type: p.frame_type,
+            capture_time: p.capture_time,
+            index: p.index,
+            last_in_frame: p.last_in_frame,
+            payload: p.payload,
+            layer: p.layer,
+            layer_end: p.layer_end,
+        }
+    }
 }
 
 /// Configuration of [`Player`].
@@ -77,6 +134,12 @@ pub struct PlayerConfig {
     /// paths with up to ~200 ms RTT, and still shorter than a noticeable freeze
     /// chain).
     pub max_frame_wait: Duration,
+    /// How long an incomplete *layered* frame is waited for once a newer frame
+    /// is complete, before it is shown at the layers it has (module doc,
+    /// "Layered frames"); `None` = `max_frame_wait`. Default `None`. A
+    /// receiver without loss recovery expects nothing more once a newer
+    /// frame is complete and can use zero.
+    pub layered_wait: Option<Duration>,
 }
 
 impl Default for PlayerConfig {
@@ -86,6 +149,7 @@ impl Default for PlayerConfig {
             stall_threshold: Duration::from_millis(200),
             playout_delay: Duration::ZERO,
             max_frame_wait: Duration::from_millis(500),
+            layered_wait: None,
         }
     }
 }
@@ -109,6 +173,10 @@ pub struct FrameRecord {
     /// because an earlier frame was lost). False for frames displayed and for frames
     /// still pending when the run ended.
     pub dropped: bool,
+    /// A layered frame's displayed level: the layers shown (1 = base layer
+    /// only), 0 if not displayed; `None` for a frame without layers (module
+    /// doc, "Layered frames").
+    pub level: Option<u8>,
 }
 
 impl FrameRecord {
@@ -154,6 +222,22 @@ pub struct PlayerStats {
     pub displayed_payload: Bytes,
 }
 
+/// Counters of one layer of a layered stream ([`Player::layer_stats`];
+/// module doc, "Layered frames").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LayerStats {
+    /// Packets of this layer accepted by the player (not duplicate, late or
+    /// invalid).
+    pub packets_delivered: u64,
+    /// Their payload.
+    pub bytes_delivered: Bytes,
+    /// Frames whose layers 1..=k (this one and every one below) had all
+    /// arrived when the frame was finished.
+    pub frames_complete: u64,
+    /// Frames displayed at level ≥ k (this layer was shown).
+    pub frames_decodable: u64,
+}
+
 /// One frame in the assembly window.
 #[derive(Debug, Clone)]
 struct Slot {
@@ -169,6 +253,10 @@ struct Slot {
     max_index: u32,
     last_index: Option<u32>,
     complete: Option<Instant>,
+    /// A packet with a layer arrived (a layered frame).
+    layered: bool,
+    /// Bit `i` set when packet `i` arrived and ended its layer.
+    ends: Vec<u64>,
 }
 
 impl Slot {
@@ -184,7 +272,38 @@ impl Slot {
             max_index: 0,
             last_index: None,
             complete: None,
+            layered: false,
+            ends: Vec::new(),
         }
+    }
+
+    /// A layered frame's level (module doc): the end-of-layer packets among
+    /// the leading run of received packets; `None` for a frame without layers.
+    fn level(&self) -> Option<u8> {
+        if !self.layered {
+            return None;
+        }
+        // c = length of the run 0..c of received packets.
+        let mut c = 0usize;
+        for &w in &self.received {
+            c += w.trailing_ones() as usize;
+            if w != u64::MAX {
+                break;
+            }
+        }
+        let mut level = 0u32;
+        for (i, &e) in self.ends.iter().enumerate() {
+            let lo = i * 64;
+            if lo >= c {
+                break;
+            }
+            let mask = match c - lo {
+                n if n >= 64 => u64::MAX,
+                n => (1u64 << n) - 1,
+            };
+            level += (e & mask).count_ones();
+        }
+        Some(u8::try_from(level).unwrap_or(u8::MAX))
     }
 }
 
@@ -210,6 +329,9 @@ pub(crate) struct FinishedFrame {
     pub(crate) capture_time: Instant,
     pub(crate) size: Bytes,
     pub(crate) complete: Option<Instant>,
+    /// A layered frame's level when it was finished (the layers 1..=k that
+    /// had arrived); `None` for a frame without layers.
+    pub(crate) level: Option<u8>,
 }
 
 /// Display bookkeeping shared by [`Player`] and the multipath frame buffer.
@@ -220,6 +342,13 @@ pub(crate) struct DisplayLog {
     pub(crate) last_resolved: Instant,
     pub(crate) out: VecDeque<FrameRecord>,
     pub(crate) stats: PlayerStats,
+    /// Per layer k at index k − 1 (empty until a layered packet arrives;
+    /// then room for every `u8` layer is reserved at once, so that no
+    /// packet allocates).
+    pub(crate) layers: Vec<LayerStats>,
+    /// Σ displayed levels of the layered frames displayed, and their number.
+    pub(crate) level_sum: u64,
+    pub(crate) level_frames: u64,
 }
 
 impl DisplayLog {
@@ -266,6 +395,20 @@ impl DisplayLog {
                 None
             }
         };
+        // Shown at the layers that had arrived, if shown at all.
+        let level = frame.level.map(|l| if displayed.is_some() { l } else { 0 });
+        if let (Some(arrived), Some(shown)) = (frame.level, level) {
+            for s in self.layers.iter_mut().take(usize::from(arrived)) {
+                s.frames_complete += 1;
+            }
+            for s in self.layers.iter_mut().take(usize::from(shown)) {
+                s.frames_decodable += 1;
+            }
+            if displayed.is_some() {
+                self.level_sum += u64::from(shown);
+                self.level_frames += 1;
+            }
+        }
         if frame.seen {
             self.out.push_back(FrameRecord {
                 frame_id: frame.frame_id,
@@ -275,6 +418,7 @@ impl DisplayLog {
                 complete: frame.complete,
                 displayed,
                 dropped: displayed.is_none() && !matches!(outcome, Outcome::Unfinished),
+                level,
             });
         }
         displayed
@@ -301,6 +445,9 @@ pub struct Player {
     /// incomplete front frame), kept up to date so that a packet costs O(1)
     /// rather than a scan of the window; recomputed once per finished frame.
     newer_complete: Option<Instant>,
+    /// Bitmaps of finished frames, cleared, for the next frames' slots: in a
+    /// steady state no frame allocates.
+    spare: Vec<Vec<u64>>,
 }
 
 impl Player {
@@ -313,6 +460,7 @@ impl Player {
             prev_decoded: false,
             log: DisplayLog::default(),
             newer_complete: None,
+            spare: Vec::new(),
         }
     }
 
@@ -333,7 +481,10 @@ impl Player {
         self.make_room(now, meta.frame_id);
         while self.base_id + (self.window.len() as u64) <= meta.frame_id {
             let id = self.base_id + self.window.len() as u64;
-            self.window.push_back(Slot::new(id));
+            let mut slot = Slot::new(id);
+            slot.received = self.spare.pop().unwrap_or_default();
+            slot.ends = self.spare.pop().unwrap_or_default();
+            self.window.push_back(slot);
         }
         let offset = (meta.frame_id - self.base_id) as usize;
         let slot = &mut self.window[offset];
@@ -374,6 +525,24 @@ impl Player {
         slot.size += meta.payload;
         if meta.last_in_frame {
             slot.last_index = Some(meta.index);
+        }
+        if meta.layer > 0 {
+            slot.layered = true;
+            if meta.layer_end {
+                if slot.ends.len() <= word {
+                    slot.ends.resize(word + 1, 0);
+                }
+                slot.ends[word] |= bit;
+            }
+            let layers = &mut self.log.layers;
+            let k = usize::from(meta.layer);
+            if layers.len() < k {
+                // Once: room for every layer a packet can name.
+                layers.reserve_exact(usize::from(u8::MAX).saturating_sub(layers.len()));
+                layers.resize(k, LayerStats::default());
+            }
+            layers[k - 1].packets_delivered += 1;
+            layers[k - 1].bytes_delivered += meta.payload;
         }
         if slot.last_index.is_some_and(|l| slot.n_received == l + 1) {
             slot.complete = Some(now);
@@ -423,6 +592,20 @@ impl Player {
         self.log.stats
     }
 
+    /// Per-layer counters of a layered stream, layer k at index k − 1, up to
+    /// the highest layer seen (empty for a stream without layers; module
+    /// doc, "Layered frames").
+    pub fn layer_stats(&self) -> &[LayerStats] {
+        &self.log.layers
+    }
+
+    /// Mean displayed level over the layered frames displayed so far; `None`
+    /// before any.
+    pub fn mean_displayed_level(&self) -> Option<f64> {
+        (self.log.level_frames > 0)
+            .then(|| self.log.level_sum as f64 / self.log.level_frames as f64)
+    }
+
     /// Stall ratio (DESIGN §6): Σ(inter-frame display gaps > threshold) / `run_time`.
     /// Whole gaps count; see the module doc for what is not a gap. 0 for a zero run time.
     pub fn stall_ratio(&self, run_time: Duration) -> f64 {
@@ -444,14 +627,19 @@ impl Player {
         }
     }
 
-    /// When the front (incomplete) frame is given up: `max_frame_wait` after the
-    /// first newer frame completed; `None` while no newer frame is complete.
+    /// When the front (incomplete) frame is given up: `max_frame_wait` (a
+    /// layered frame: `layered_wait`) after the first newer frame completed;
+    /// `None` while no newer frame is complete.
     fn give_up_deadline(&self) -> Option<Instant> {
         debug_assert_eq!(
             self.newer_complete,
             self.window.iter().skip(1).filter_map(|s| s.complete).min()
         );
-        Some(self.newer_complete? + self.config.max_frame_wait)
+        let wait = match self.window.front() {
+            Some(f) if f.layered => self.config.layered_wait,
+            _ => None,
+        };
+        Some(self.newer_complete? + wait.unwrap_or(self.config.max_frame_wait))
     }
 
     /// Finish frames from the front of the window as far as `now` allows.
@@ -478,9 +666,7 @@ impl Player {
                     self.finish_front(Outcome::Displayed(at));
                 }
                 None => match self.give_up_deadline() {
-                    Some(deadline) if deadline <= now => {
-                        self.finish_front(Outcome::Dropped(deadline))
-                    }
+                    Some(deadline) if deadline <= now => self.give_up_front(deadline),
                     _ => break,
                 },
             }
@@ -498,14 +684,36 @@ impl Player {
                 self.log.last_resolved = self.log.last_resolved.max(now);
                 break;
             }
-            self.finish_front(Outcome::Dropped(now));
+            self.give_up_front(now);
             // Frames behind the one given up may now be displayable or frozen.
             self.advance(now);
         }
     }
 
+    /// Stop waiting for the front frame at `at`: a layered frame is shown at
+    /// the layers it has when its base layer arrived and it is decodable
+    /// (module doc, "Layered frames"); any other frame is dropped.
+    fn give_up_front(&mut self, at: Instant) {
+        let show = self.window.front().is_some_and(|f| {
+            f.seen
+                && (f.frame_type == FrameType::Key || self.prev_decoded)
+                && f.level().is_some_and(|l| l > 0)
+        });
+        if show {
+            // Display follows frame order (as `display_instant`).
+            let t = if self.log.last_resolved > at {
+                self.log.last_resolved
+            } else {
+                at
+            };
+            self.finish_front(Outcome::Displayed(t));
+        } else {
+            self.finish_front(Outcome::Dropped(at));
+        }
+    }
+
     fn finish_front(&mut self, outcome: Outcome) {
-        let Some(slot) = self.window.pop_front() else {
+        let Some(mut slot) = self.window.pop_front() else {
             return;
         };
         self.base_id = slot.frame_id + 1;
@@ -517,9 +725,19 @@ impl Player {
             capture_time: slot.capture_time,
             size: slot.size,
             complete: slot.complete,
+            level: slot.level(),
         };
         let displayed = self.log.finish(frame, outcome, self.config.stall_threshold);
         self.prev_decoded = displayed.is_some();
+        for mut v in [
+            std::mem::take(&mut slot.received),
+            std::mem::take(&mut slot.ends),
+        ] {
+            if v.capacity() > 0 {
+                v.clear();
+                self.spare.push(v);
+            }
+        }
     }
 }
 
@@ -547,8 +765,30 @@ mod tests {
                 index,
                 last_in_frame: index + 1 == n,
                 payload: Bytes::new(1000),
+                layer: 0,
+                layer_end: false,
             })
             .collect()
+    }
+
+    /// The packets of layered frame `id`: one sub-frame per entry of
+    /// `layers` (payload bytes), cut as a layered sender cuts them.
+    fn layered(id: u64, key: bool, capture: Instant, layers: &[u64]) -> Vec<PacketMeta> {
+        let sizes: Vec<Bytes> = layers.iter().map(|&b| Bytes::new(b)).collect();
+        let ft = if key {
+            FrameType::Key
+        } else {
+            FrameType::Delta
+        };
+        let mut v = Vec::new();
+        crate::media::packetizer::Packetizer::default().packetize_layers(
+            id,
+            ft,
+            capture,
+            &sizes,
+            |m| v.push(PacketMeta::from(m)),
+        );
+        v
     }
 
     fn drain(p: &mut Player) -> Vec<FrameRecord> {
@@ -862,6 +1102,194 @@ mod tests {
         p.on_packet(ms(5), &f[0]);
         p.on_packet(ms(6), &f[1]);
         assert_eq!(drain(&mut p).len(), 1);
+    }
+
+    /// Three layered frames of six one-packet layers (frame 1's second
+    /// layer is two packets), 20 ms after capture, with `lose` taken out of
+    /// frame 1; then time runs to 1 s. Returns the records and the player.
+    fn three_layered_frames(lose: &[u32]) -> (Vec<FrameRecord>, Player) {
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        let mut records = Vec::new();
+        for id in 0..3u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            let sizes: &[u64] = if id == 1 {
+                &[400, 2000, 400, 400, 400, 400]
+            } else {
+                &[400; 6]
+            };
+            for pkt in layered(id, id == 0, capture, sizes) {
+                if !(id == 1 && lose.contains(&pkt.index)) {
+                    p.on_packet(capture + Duration::from_millis(20), &pkt);
+                }
+            }
+            records.extend(drain(&mut p));
+        }
+        p.on_timeout(ms(1000));
+        records.extend(drain(&mut p));
+        (records, p)
+    }
+
+    #[test]
+    fn a_lost_layer_shows_the_frame_at_the_layers_below_it() {
+        // Frame 1's packets: layer 1 = 0, layer 2 = 1..=2, layer 3 = 3,
+        // layers 4..6 = 4..6. Losing packet 3 (layer 3) leaves layers 1–2
+        // decodable, whatever arrived above.
+        let (r, p) = three_layered_frames(&[3]);
+        let levels: Vec<(u64, Option<u8>, bool)> = r
+            .iter()
+            .map(|r| (r.frame_id, r.level, r.displayed.is_some()))
+            .collect();
+        assert_eq!(
+            levels,
+            vec![(0, Some(6), true), (1, Some(2), true), (2, Some(6), true)]
+        );
+        // Frame 1 waited for its give-up deadline: 100 ms after frame 2
+        // completed (at 66.7 + 20 ms); frame 2 is shown right after it.
+        let deadline = Instant::ZERO + FRAME * 2 + Duration::from_millis(120);
+        assert_eq!(r[1].displayed, Some(deadline));
+        assert_eq!(r[1].complete, None);
+        assert!(!r[1].dropped);
+        assert_eq!(r[2].displayed, Some(deadline));
+        let s = p.stats();
+        assert_eq!(
+            (s.frames_displayed, s.frames_dropped, s.frames_complete),
+            (3, 0, 2)
+        );
+        let l = p.layer_stats();
+        assert_eq!(l.len(), 6);
+        let col = |f: fn(&LayerStats) -> u64| l.iter().map(f).collect::<Vec<_>>();
+        assert_eq!(col(|x| x.packets_delivered), vec![3, 4, 2, 3, 3, 3]);
+        assert_eq!(col(|x| x.frames_complete), vec![3, 3, 2, 2, 2, 2]);
+        assert_eq!(col(|x| x.frames_decodable), vec![3, 3, 2, 2, 2, 2]);
+        assert_eq!(l[1].bytes_delivered, Bytes::new(800 + 2000));
+        let mean = p.mean_displayed_level().unwrap();
+        assert!((mean - 14.0 / 3.0).abs() < 1e-12, "{mean}");
+        // Losing the last packet of layer 2 (packet 2) stops at layer 1.
+        let (r, _) = three_layered_frames(&[2]);
+        assert_eq!(r[1].level, Some(1));
+    }
+
+    #[test]
+    fn a_layered_frame_can_be_shown_as_soon_as_a_newer_one_is_complete() {
+        let cfg = PlayerConfig {
+            layered_wait: Some(Duration::ZERO),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        let mut r = Vec::new();
+        for id in 0..3u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            for pkt in layered(id, id == 0, capture, &[400; 4]) {
+                if !(id == 1 && pkt.index == 2) {
+                    p.on_packet(capture + Duration::from_millis(20), &pkt);
+                }
+            }
+            r.extend(drain(&mut p));
+        }
+        // Frame 1 (layer 3 lost) is shown at level 2 when frame 2 completes.
+        let done = Instant::ZERO + FRAME * 2 + Duration::from_millis(20);
+        let got: Vec<(Option<u8>, Option<Instant>)> =
+            r.iter().map(|r| (r.level, r.displayed)).collect();
+        assert_eq!(got[1..], [(Some(2), Some(done)), (Some(4), Some(done))]);
+        assert_eq!(p.stats().stall_count, 0);
+        // Frames without layers keep waiting `max_frame_wait`.
+        let mut q = Player::new(cfg);
+        q.on_packet(ms(10), &packets(0, true, ms(0), 2)[0]);
+        for pkt in packets(1, true, ms(33), 1) {
+            q.on_packet(ms(40), &pkt);
+        }
+        assert_eq!(q.poll_timeout(), Some(ms(540)));
+    }
+
+    #[test]
+    fn a_frame_without_its_base_layer_is_not_displayed() {
+        let (r, p) = three_layered_frames(&[0]);
+        let levels: Vec<(u64, Option<u8>, bool, bool)> = r
+            .iter()
+            .map(|r| (r.frame_id, r.level, r.displayed.is_some(), r.dropped))
+            .collect();
+        // Frame 1 had layers 2..6 but no base layer: dropped. Frame 2, a
+        // delta frame, lost its reference: complete but frozen.
+        assert_eq!(
+            levels,
+            vec![
+                (0, Some(6), true, false),
+                (1, Some(0), false, true),
+                (2, Some(0), false, true)
+            ]
+        );
+        let l = p.layer_stats();
+        assert_eq!(l[0].packets_delivered, 2);
+        assert_eq!(l[2].packets_delivered, 3);
+        // Frame 2's layers all arrived; only frame 0's were shown.
+        assert!(l.iter().all(|x| x.frames_complete == 2));
+        assert!(l.iter().all(|x| x.frames_decodable == 1));
+        assert_eq!(p.stats().frames_dropped, 2);
+        let mean = p.mean_displayed_level().unwrap();
+        assert!((mean - 6.0).abs() < 1e-12, "{mean}");
+    }
+
+    #[test]
+    fn layer_counts_never_grow_with_the_layer() {
+        // Random losses over many layered frames: a layer is never complete
+        // or shown more often than the layers below it.
+        use rand::Rng as _;
+        let mut rng = crate::rng::stream(3, 3);
+        let cfg = PlayerConfig {
+            max_frame_wait: Duration::from_millis(60),
+            ..Default::default()
+        };
+        let mut p = Player::new(cfg);
+        for id in 0..3000u64 {
+            let capture = Instant::ZERO + FRAME * id;
+            let now = capture + Duration::from_millis(20);
+            while let Some(t) = p.poll_timeout().filter(|t| *t <= now) {
+                p.on_timeout(t);
+            }
+            for pkt in layered(
+                id,
+                id % 30 == 0,
+                capture,
+                &[600, 1500, 300, 300, 900, 300, 300, 300],
+            ) {
+                if rng.random::<f64>() >= 0.03 {
+                    p.on_packet(now, &pkt);
+                }
+            }
+            drain(&mut p);
+        }
+        p.finish(ms(200_000));
+        let l = p.layer_stats();
+        assert_eq!(l.len(), 8);
+        for k in 1..l.len() {
+            assert!(
+                l[k].frames_complete <= l[k - 1].frames_complete,
+                "layer {}",
+                k + 1
+            );
+            assert!(
+                l[k].frames_decodable <= l[k - 1].frames_decodable,
+                "layer {}",
+                k + 1
+            );
+        }
+        for x in l {
+            assert!(x.frames_decodable <= x.frames_complete);
+        }
+        assert!(l[7].frames_decodable < l[0].frames_decodable, "{l:?}");
+        assert!(l[0].frames_decodable > 2000, "{l:?}");
+        // Displayed frames without layers would have no level.
+        let mut plain = Player::new(PlayerConfig::default());
+        for pkt in packets(0, true, ms(0), 2) {
+            plain.on_packet(ms(5), &pkt);
+        }
+        assert_eq!(drain(&mut plain)[0].level, None);
+        assert!(plain.layer_stats().is_empty());
+        assert_eq!(plain.mean_displayed_level(), None);
     }
 
     #[test]

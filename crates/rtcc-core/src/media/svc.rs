@@ -11,8 +11,74 @@
 //!
 //! Levels are counted from 1 (the base layer alone) to N (all layers);
 //! level 0 means nothing is sent.
+//!
+//! Each layer also has the identifiers an H.264 SVC NAL unit header carries
+//! ([`LayerId`], RFC 6190 §1.1.3): the ladder is read as a quality-scalable
+//! stream (every layer at the full frame rate), quality layers stacked in
+//! dependency layers of 16, and a priority that falls with the layer.
+//! [`crate::media::svc_encoder`] is the encoder model that sends a level's
+//! layers.
 
 use crate::units::Bitrate;
+
+/// Most layers a ladder may have with distinct [`LayerId`]s: `priority_id`
+/// has 6 bits (RFC 6190 §1.1.3), so 64 priorities.
+pub const MAX_LAYERS: usize = 64;
+
+/// The scalability identifiers of one SVC layer, as the 3-byte NAL unit
+/// header extension of H.264 SVC carries them (RFC 6190 §1.1.3; H.264 Annex
+/// G.7.3.1.1): `priority_id` 6 bits, `dependency_id` 3 bits, `quality_id`
+/// 4 bits, `temporal_id` 3 bits.
+///
+/// The mapping from a level `k` (1 = base layer, [`LayerId::for_level`]) is
+/// ours, for a ladder of quality (fidelity) layers, which is what a ladder of
+/// equal rate steps at one frame rate and resolution is (the SVC paper's
+/// 20 × 100 kbps; the CDM paper's PIDs, each "progressively contribut\[ing\]
+/// to the video quality"):
+///
+/// - `temporal_id = 0`: every layer has a sub-frame at every frame instant;
+///   no temporal scalability.
+/// - `quality_id = (k − 1) mod 16`, `dependency_id = (k − 1) div 16`: up to
+///   16 quality layers (MGS/CGS refinements, QID's 4 bits) on each
+///   dependency layer, and the 17th layer starts dependency layer 1 (a CGS
+///   layer over the top quality of layer 0), as an encoder configured for
+///   more than 16 fidelity steps would do. Layer 1 is (D, Q, T) = (0, 0, 0),
+///   the AVC-compatible base layer.
+/// - `priority_id = k − 1`: "a lower value of PRID indicates a higher
+///   priority" (RFC 6190 §1.1.3), so the base layer has the highest; the
+///   CDM paper's PID k is our level k.
+///
+/// So the 20-layer default ladder runs D0 Q0..Q15 (layers 1–16), then D1
+/// Q0..Q3 (layers 17–20), all T0, PRID 0–19.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct LayerId {
+    /// `dependency_id` (DID, 3 bits).
+    pub dependency_id: u8,
+    /// `temporal_id` (TID, 3 bits).
+    pub temporal_id: u8,
+    /// `quality_id` (QID, 4 bits).
+    pub quality_id: u8,
+    /// `priority_id` (PRID, 6 bits; lower = more important).
+    pub priority_id: u8,
+}
+
+impl LayerId {
+    /// The identifiers of layer `level` (1-based, see the type doc); `None`
+    /// for level 0 or above [`MAX_LAYERS`].
+    pub fn for_level(level: usize) -> Option<LayerId> {
+        if level == 0 || level > MAX_LAYERS {
+            return None;
+        }
+        let i = level - 1;
+        // i < 64: every field fits its header bits (D ≤ 3 < 8, Q < 16, P < 64).
+        Some(LayerId {
+            dependency_id: (i / 16) as u8,
+            temporal_id: 0,
+            quality_id: (i % 16) as u8,
+            priority_id: i as u8,
+        })
+    }
+}
 
 /// Cumulative rates of an SVC stream's layers, strictly increasing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,6 +285,33 @@ mod tests {
             Err(LadderError::NotIncreasing { level: 2, .. })
         ));
         assert!(LayerLadder::new(vec![Bitrate::ZERO]).is_err());
+    }
+
+    #[test]
+    fn layer_ids_stack_16_quality_layers_per_dependency_layer() {
+        let id = |k| LayerId::for_level(k).unwrap();
+        let dqtp = |k| {
+            let l = id(k);
+            (l.dependency_id, l.quality_id, l.temporal_id, l.priority_id)
+        };
+        assert_eq!(dqtp(1), (0, 0, 0, 0), "the base layer");
+        assert_eq!(dqtp(2), (0, 1, 0, 1));
+        assert_eq!(dqtp(16), (0, 15, 0, 15));
+        assert_eq!(dqtp(17), (1, 0, 0, 16));
+        assert_eq!(dqtp(20), (1, 3, 0, 19));
+        assert_eq!(dqtp(MAX_LAYERS), (3, 15, 0, 63));
+        assert_eq!(LayerId::for_level(0), None);
+        assert_eq!(LayerId::for_level(MAX_LAYERS + 1), None);
+        // Every layer has its own identifiers, within the header's bits.
+        let all: std::collections::BTreeSet<(u8, u8, u8)> = (1..=MAX_LAYERS)
+            .map(|k| {
+                let l = id(k);
+                assert!(l.dependency_id < 8 && l.quality_id < 16 && l.temporal_id < 8);
+                assert!(l.priority_id < 64);
+                (l.dependency_id, l.quality_id, l.priority_id)
+            })
+            .collect();
+        assert_eq!(all.len(), MAX_LAYERS);
     }
 
     #[test]

@@ -771,6 +771,8 @@ mod tests {
             last_in_frame: true,
             payload: Bytes::new(1000),
             wire_size: Bytes::new(1048),
+            layer: 0,
+            layer_end: false,
         }
     }
 

@@ -132,14 +132,7 @@ mod tests {
                 if p.frame_type == FrameType::Key && p.index == 0 && tx.kind == PacketKind::Media {
                     key_frames_sent.push((t, p.frame_id));
                 }
-                let meta = PacketMeta {
-                    frame_id: p.frame_id,
-                    frame_type: p.frame_type,
-                    capture_time: p.capture_time,
-                    index: p.index,
-                    last_in_frame: p.last_in_frame,
-                    payload: p.payload,
-                };
+                let meta = PacketMeta::from(p);
                 let media = MediaSeq {
                     seq: tx.media_seq as u16,
                     retransmission: tx.kind == PacketKind::Retransmission,

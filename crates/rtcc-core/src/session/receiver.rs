@@ -243,6 +243,8 @@ mod tests {
             index,
             last_in_frame: last,
             payload: Bytes::new(1000),
+            layer: 0,
+            layer_end: false,
         }
     }
 

@@ -265,7 +265,8 @@ impl<E: EncoderModel> SenderSession<E> {
         let cc = config.cc.build(now);
         let mut pacer = Pacer::new(now, cc.send_budget());
         pacer.set_queue_time_limit(now, config.queue_time_limit);
-        encoder.set_target(now, payload_share(&config.packetizer, cc.target_bitrate()));
+        let start = encoder_target(&encoder, &config.packetizer, cc.target_bitrate());
+        encoder.set_target(now, start);
         SenderSession {
             pacer,
             cc,
@@ -360,17 +361,8 @@ impl<E: EncoderModel> SenderSession<E> {
             target = self.media_share(now, target);
         }
         self.pacer.set_budget(now, budget);
-        self.encoder.set_target(now, self.payload_share(target));
-    }
-
-    /// The payload rate that fills `target` on the wire: controllers estimate
-    /// wire rates (their samples count headers), the encoder produces payload.
-    /// libwebrtc likewise takes the packet overhead out of the encoder's
-    /// target (call/rtp_video_sender.cc `OnBitrateUpdated`, "send-side BWE
-    /// with overhead"). Full packets are assumed: each carries `mtu` payload
-    /// bytes and `header_overhead` header bytes.
-    fn payload_share(&self, target: Bitrate) -> Bitrate {
-        payload_share(&self.packetizer, target)
+        let target = encoder_target(&self.encoder, &self.packetizer, target);
+        self.encoder.set_target(now, target);
     }
 
     /// The part of `target` left to new media once the recovery packets of
@@ -467,9 +459,12 @@ impl<E: EncoderModel> SenderSession<E> {
                 enqueued_at.push_back(now);
             };
             // An encoder with its own packetisation (RFC 6184 NAL units) gives
-            // the packets' sizes; otherwise the packetizer cuts the frame.
-            let n = match self.encoder.packet_payloads(frame.frame_id) {
-                Some(sizes) => {
+            // the packets' sizes, a layered one its layers' sizes (each layer
+            // cut on its own); otherwise the packetizer cuts the frame.
+            let payloads = self.encoder.packet_payloads(frame.frame_id);
+            let layers = self.encoder.layer_sizes(frame.frame_id);
+            let n = match (payloads, layers) {
+                (Some(sizes), _) => {
                     self.packetizer.packetize_sizes(
                         frame_id,
                         frame.frame_type,
@@ -479,7 +474,17 @@ impl<E: EncoderModel> SenderSession<E> {
                     );
                     u32::try_from(sizes.len()).unwrap_or(u32::MAX)
                 }
-                None => {
+                (None, Some(sizes)) => {
+                    self.packetizer.packetize_layers(
+                        frame_id,
+                        frame.frame_type,
+                        frame.capture_time,
+                        sizes,
+                        push,
+                    );
+                    self.packetizer.layered_packet_count(sizes)
+                }
+                (None, None) => {
                     self.packetizer.packetize(
                         frame_id,
                         frame.frame_type,
@@ -671,6 +676,8 @@ impl<E: EncoderModel> SenderSession<E> {
             last_in_frame: false,
             payload: Bytes::ZERO,
             wire_size: size,
+            layer: 0,
+            layer_end: false,
         };
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -786,7 +793,24 @@ impl<E: EncoderModel> SenderSession<E> {
     }
 }
 
-/// See [`SenderSession::payload_share`].
+/// The target the encoder is given for the controller's `target`: as is when
+/// the encoder's rates count headers
+/// ([`EncoderModel::rates_include_headers`], a layered encoder), else its
+/// payload share.
+fn encoder_target<E: EncoderModel>(encoder: &E, p: &Packetizer, target: Bitrate) -> Bitrate {
+    if encoder.rates_include_headers() {
+        target
+    } else {
+        payload_share(p, target)
+    }
+}
+
+/// The payload rate that fills `target` on the wire: controllers estimate
+/// wire rates (their samples count headers), the encoder produces payload.
+/// libwebrtc likewise takes the packet overhead out of the encoder's target
+/// (call/rtp_video_sender.cc `OnBitrateUpdated`, "send-side BWE with
+/// overhead"). Full packets are assumed: each carries `mtu` payload bytes
+/// and `header_overhead` header bytes.
 fn payload_share(p: &Packetizer, target: Bitrate) -> Bitrate {
     let mtu = p.mtu.as_f64();
     let overhead = p.header_overhead.as_f64();
@@ -1274,17 +1298,7 @@ mod tests {
         let mut player = Player::new(PlayerConfig::default());
         for tx in &sent {
             let p = tx.packet;
-            player.on_packet(
-                tx.send_time,
-                &PacketMeta {
-                    frame_id: p.frame_id,
-                    frame_type: p.frame_type,
-                    capture_time: p.capture_time,
-                    index: p.index,
-                    last_in_frame: p.last_in_frame,
-                    payload: p.payload,
-                },
-            );
+            player.on_packet(tx.send_time, &PacketMeta::from(p));
         }
         player.finish(Instant::from_secs(8));
         let ps = player.stats();

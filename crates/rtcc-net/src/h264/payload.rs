@@ -204,6 +204,8 @@ mod tests {
                 last_in_frame: index + 1 == payloads.len(),
                 payload: B::new(payloads[index].len() as u64),
                 wire_size: B::new(payloads[index].len() as u64 + 68),
+                layer: 0,
+                layer_end: false,
             },
             send_time: Instant::ZERO,
         };

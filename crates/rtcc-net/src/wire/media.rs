@@ -458,6 +458,9 @@ impl RtpMedia<'_> {
             index: u32::from(info.index),
             last_in_frame: info.last_in_frame,
             payload: ByteCount::new(self.payload.len() as u64),
+            // The real transport's sources have no layers.
+            layer: 0,
+            layer_end: false,
         })
     }
 }
@@ -668,6 +671,8 @@ pub(crate) mod tests {
                 last_in_frame: true,
                 payload: B::new(payload),
                 wire_size: B::new(payload) + pk.header_overhead,
+                layer: 0,
+                layer_end: false,
             },
             send_time: Instant::from_millis(1_005),
         }

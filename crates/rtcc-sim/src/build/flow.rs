@@ -2,9 +2,11 @@
 //! built from when it starts (`world/endpoint/`).
 //!
 //! - Media and multipath-media flows build their encoder (a ladder trace
-//!   loaded), controller settings and packetizer alike (`media_parts`); a
-//!   media flow adds its loss recovery and player, a multipath one its
-//!   scheduler and per-path controllers.
+//!   loaded, or a layered encoder's ladder), controller settings and
+//!   packetizer alike (`media_parts`); a media flow adds its loss recovery
+//!   and player, a multipath one its scheduler and per-path controllers. A
+//!   media flow with the layered (svc) encoder and `cc = "svc-probing"` gives
+//!   the controller the encoder's ladder, unless its `cc_config` sets one.
 //! - A live flow's setup is [`crate::live::live_setup`]'s; TCP and CBR flows
 //!   take their few keys over the defaults; a TFRC flow ([`TfrcSetup`]) its
 //!   packet size, feedback interval and TFRC's `cc_config` keys.
@@ -14,10 +16,14 @@
 
 use rtcc_core::cc::CcConfig;
 use rtcc_core::feedback::DEFAULT_FEEDBACK_INTERVAL;
-use rtcc_core::media::encoder::{EtrDistribution, EtrModel, ParametricEncoderConfig};
+use rtcc_core::media::encoder::{
+    EncoderConfigError, EtrDistribution, EtrModel, ParametricEncoderConfig,
+};
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::Packetizer;
 use rtcc_core::media::player::PlayerConfig;
+use rtcc_core::media::svc::{LayerLadder, MAX_LAYERS};
+use rtcc_core::media::svc_encoder::SvcEncoderConfig;
 use rtcc_core::multipath::SchedulerConfig;
 use rtcc_core::recovery::RecoveryConfig;
 use rtcc_core::session::multipath::{MultipathReceiverConfig, MultipathSenderConfig};
@@ -27,8 +33,9 @@ use rtcc_core::{Bitrate, Bytes, Duration};
 
 use super::DEFAULT_SCHEDULER;
 use crate::cc_config::cc_config;
+use crate::encoder::EncoderKind;
 use crate::live::{self, LiveSetup};
-use crate::scenario::{EncoderSpec, FlowKind, FlowSpec, Scenario, ScenarioError};
+use crate::scenario::{EncoderSpec, FlowKind, FlowSpec, LayersSpec, Scenario, ScenarioError};
 use crate::tcp::{TcpConfig, TcpVariant};
 use crate::world::World;
 
@@ -61,12 +68,17 @@ pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, Scen
     };
     // A media flow's setup does not depend on its bottleneck's capacity.
     match World::flow_setup(sc, i, f.get_ref(), Bitrate::MAX)? {
-        FlowSetup::Media(m, None) => Ok(*m),
+        FlowSetup::Media(m, EncoderKind::Parametric) => Ok(*m),
         // rtcc-net builds a parametric encoder from `MediaSetup::encoder`.
-        FlowSetup::Media(_, Some(_)) => Err(sc.error(
+        FlowSetup::Media(_, EncoderKind::Ladder(_)) => Err(sc.error(
             None,
             &format!("flow[{i}].encoder.kind"),
             "the ladder encoder runs only in the simulator".to_string(),
+        )),
+        FlowSetup::Media(_, EncoderKind::Svc(_)) => Err(sc.error(
+            None,
+            &format!("flow[{i}].encoder.kind"),
+            "the svc encoder runs only in the simulator".to_string(),
         )),
         // `found` only matches media flows.
         _ => Err(sc.error(None, "flow", "not a media flow".to_string())),
@@ -79,11 +91,12 @@ pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<Cc
     cc_config(name, None, enc)
 }
 
-/// What a flow is built from (kept until its start time); a media flow with
-/// `encoder.kind = "ladder"` carries its ladder trace.
+/// What a flow is built from (kept until its start time); a media flow
+/// carries its encoder's kind (with a ladder trace, or the layered model's
+/// configuration).
 pub(crate) enum FlowSetup {
-    Media(Box<MediaSetup>, Option<LadderTrace>),
-    Multipath(Box<MultipathSetup>, Option<LadderTrace>),
+    Media(Box<MediaSetup>, EncoderKind),
+    Multipath(Box<MultipathSetup>, EncoderKind),
     Live(Box<LiveSetup>),
     Tcp(TcpConfig),
     Cbr {
@@ -119,7 +132,7 @@ pub(crate) struct TfrcSetup {
 /// What media and multipath-media flows build alike from their keys.
 struct MediaParts {
     encoder: ParametricEncoderConfig,
-    ladder: Option<LadderTrace>,
+    kind: EncoderKind,
     cc: CcConfig,
     packetizer: Packetizer,
 }
@@ -134,7 +147,8 @@ pub(crate) struct MultipathSetup {
 
 impl World {
     /// The parts a media or multipath-media flow builds alike: encoder
-    /// (ladder trace loaded), controller settings, packetizer.
+    /// (ladder trace loaded, layered model configured), controller settings,
+    /// packetizer.
     fn media_parts(sc: &Scenario, i: usize, f: &FlowSpec) -> Result<MediaParts, ScenarioError> {
         let key = |k: &str| format!("flow[{i}].{k}");
         let enc_spec = f
@@ -148,10 +162,11 @@ impl World {
         encoder
             .validate()
             .map_err(|e| sc.error(enc_span.clone(), &key("encoder"), e.to_string()))?;
-        let ladder = match &enc_spec.trace {
+        let packetizer = flow_packetizer(f);
+        let kind = match (enc_spec.kind.as_str(), &enc_spec.trace) {
             // Validation resolved the path; a read or parse error names
             // the file, line and field.
-            Some(t) if enc_spec.kind == "ladder" => {
+            ("ladder", Some(t)) => {
                 let path = sc.resolve_path(t).map_err(|_| {
                     sc.error(
                         enc_span.clone(),
@@ -159,25 +174,32 @@ impl World {
                         format!("trace file \"{t}\" not found"),
                     )
                 })?;
-                Some(LadderTrace::load(&path).map_err(|e| {
+                EncoderKind::Ladder(LadderTrace::load(&path).map_err(|e| {
                     sc.error(enc_span.clone(), &key("encoder.trace"), e.to_string())
                 })?)
             }
-            _ => None,
+            ("svc", _) => EncoderKind::Svc(
+                svc_encoder_config(&enc_spec, packetizer)
+                    .map_err(|(k, m)| sc.error(enc_span.clone(), &key(&k), m))?,
+            ),
+            _ => EncoderKind::Parametric,
         };
         let cc_name = f.cc.as_ref().map(|c| c.get_ref().as_str()).unwrap_or("gcc");
-        let cc = cc_config(cc_name, f.cc_config.as_ref().map(|t| t.get_ref()), &encoder)
+        let cc_table = f.cc_config.as_ref().map(|t| t.get_ref());
+        let mut cc = cc_config(cc_name, cc_table, &encoder)
             .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
-        let mut packetizer = Packetizer::default();
-        if let Some(m) = &f.mtu {
-            packetizer.mtu = *m.get_ref();
-        }
-        if let Some(h) = &f.header_overhead {
-            packetizer.header_overhead = *h.get_ref();
+        // One ladder for the layered encoder and the layered controller,
+        // unless the controller's table sets its own.
+        if let (EncoderKind::Svc(svc), CcConfig::SvcProbing(c)) = (&kind, &mut cc) {
+            let own =
+                cc_table.is_some_and(|t| t.contains_key("layers") || t.contains_key("layer_rate"));
+            if !own {
+                c.ladder = svc.ladder.clone();
+            }
         }
         Ok(MediaParts {
             encoder,
-            ladder,
+            kind,
             cc,
             packetizer,
         })
@@ -197,16 +219,22 @@ impl World {
             FlowKind::Media => {
                 let MediaParts {
                     encoder,
-                    ladder,
+                    kind,
                     cc,
                     packetizer,
                 } = Self::media_parts(sc, i, f)?;
-                let player = PlayerConfig::default();
+                let mut player = PlayerConfig::default();
                 let recovery =
                     recovery_config(f.recovery.as_ref().map(|r| r.get_ref().as_str()), &player)
                         .map_err(|m| {
                             sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
                         })?;
+                if matches!(kind, EncoderKind::Svc(_)) && recovery.is_none() {
+                    // Without retransmissions nothing more of a frame comes
+                    // once a newer one is complete: show it at the layers it
+                    // has then (docs/algorithms/svc-layers.md).
+                    player.layered_wait = Some(Duration::ZERO);
+                }
                 // The library's defaults (`SenderConfig::with_cc`,
                 // `ReceiverConfig::default`, as rtcc-net's `default_media`),
                 // overridden by the flow's keys.
@@ -237,15 +265,24 @@ impl World {
                         recovery,
                     },
                 });
-                FlowSetup::Media(media, ladder)
+                FlowSetup::Media(media, kind)
             }
             FlowKind::MultipathMedia => {
                 let MediaParts {
                     encoder,
-                    ladder,
+                    kind,
                     cc,
                     packetizer,
                 } = Self::media_parts(sc, i, f)?;
+                if matches!(kind, EncoderKind::Svc(_)) {
+                    // Validation refuses it; the multipath sender does not
+                    // cut layers.
+                    return Err(sc.error(
+                        f.encoder.as_ref().map(|e| e.span()),
+                        &key("encoder.kind"),
+                        "the svc encoder runs on media flows".to_string(),
+                    ));
+                }
                 let n = f.paths.as_ref().map_or(0, |p| p.get_ref().len());
                 let sched_name = f
                     .scheduler
@@ -288,7 +325,7 @@ impl World {
                         encoder,
                         receiver,
                     }),
-                    ladder,
+                    kind,
                 )
             }
             FlowKind::Tcp => {
@@ -396,6 +433,107 @@ fn recovery_config(name: Option<&str>, player: &PlayerConfig) -> Result<Recovery
         c.frame_deadline = player.playout_delay + player.max_frame_wait;
     }
     Ok(r)
+}
+
+/// The packetizer of a media flow: the defaults, with its `mtu` and
+/// `header_overhead` keys.
+pub(crate) fn flow_packetizer(f: &FlowSpec) -> Packetizer {
+    let mut packetizer = Packetizer::default();
+    if let Some(m) = &f.mtu {
+        packetizer.mtu = *m.get_ref();
+    }
+    if let Some(h) = &f.header_overhead {
+        packetizer.header_overhead = *h.get_ref();
+    }
+    packetizer
+}
+
+/// The layered encoder of `encoder = { kind = "svc", ... }` for a flow cut
+/// by `packetizer`. An error gives the key at fault, relative to the flow
+/// (`encoder.layers`, `mtu`), and what is wrong with its value.
+///
+/// `layers` is a count of `layer_rate` steps (default 20 × 100 kbps,
+/// `LayerLadder::default`) or a list of cumulative rates; `fps`, `gop` and
+/// `size_variability` are the encoder's; the bitrate bounds are the
+/// controller's, as for every media flow; `etr`, `i_frame_factor` and
+/// `reaction_delay` do not apply.
+pub(crate) fn svc_encoder_config(
+    s: &EncoderSpec,
+    packetizer: Packetizer,
+) -> Result<SvcEncoderConfig, (String, String)> {
+    let err = |k: &str, m: String| (format!("encoder.{k}"), m);
+    let d = EncoderSpec::default();
+    if s.etr.is_some() {
+        return Err(err(
+            "etr",
+            "does not apply to kind = \"svc\" (its layers keep their rates)".into(),
+        ));
+    }
+    if s.i_frame_factor.to_bits() != d.i_frame_factor.to_bits() {
+        return Err(err(
+            "i_frame_factor",
+            format!(
+                "{} does not apply to kind = \"svc\" (key frames are not larger)",
+                s.i_frame_factor
+            ),
+        ));
+    }
+    if s.reaction_delay != d.reaction_delay {
+        return Err(err(
+            "reaction_delay",
+            format!(
+                "{} does not apply to kind = \"svc\" (a new level applies from the next frame)",
+                s.reaction_delay
+            ),
+        ));
+    }
+    let ladder = match (&s.layers, s.layer_rate) {
+        (Some(LayersSpec::Rates(_)), Some(r)) => {
+            return Err(err(
+                "layer_rate",
+                format!("{r}: applies only with a layer count (`layers = 20`); a list of rates gives each layer's"),
+            ))
+        }
+        (Some(LayersSpec::Rates(rates)), None) => {
+            LayerLadder::new(rates.clone()).map_err(|e| err("layers", e.to_string()))?
+        }
+        (count, step) => {
+            let default = LayerLadder::default();
+            let n = match count {
+                Some(LayersSpec::Count(n)) => *n,
+                _ => default.len() as i64,
+            };
+            if !(1..=MAX_LAYERS as i64).contains(&n) {
+                return Err(err(
+                    "layers",
+                    format!("{n} is out of range (1..={MAX_LAYERS})"),
+                ));
+            }
+            let step = step.unwrap_or(default.step(1));
+            LayerLadder::uniform(n as usize, step)
+                .map_err(|e| err("layer_rate", format!("{step}: {e}")))?
+        }
+    };
+    let listed = matches!(s.layers, Some(LayersSpec::Rates(_)));
+    let config = SvcEncoderConfig {
+        ladder,
+        fps: s.fps,
+        gop: s.gop,
+        size_variability: s.size_variability,
+        packetizer,
+    };
+    config.validate().map_err(|e| {
+        let field = match &e {
+            EncoderConfigError::Invalid { field, .. } => *field,
+            _ => "kind",
+        };
+        match field {
+            "mtu" => ("mtu".to_string(), e.to_string()),
+            "layer_rate" if listed => err("layers", e.to_string()),
+            f => err(f, e.to_string()),
+        }
+    })?;
+    Ok(config)
 }
 
 pub(crate) fn encoder_config(s: &EncoderSpec) -> Result<ParametricEncoderConfig, String> {

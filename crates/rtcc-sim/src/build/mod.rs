@@ -29,7 +29,9 @@ use rtcc_core::rng;
 use rtcc_core::{Bytes, Duration, Instant};
 
 pub use self::flow::{default_cc_config, media_setup, MediaSetup};
-pub(crate) use self::flow::{encoder_config, FlowSetup, MultipathSetup, TfrcSetup};
+pub(crate) use self::flow::{
+    encoder_config, flow_packetizer, svc_encoder_config, FlowSetup, MultipathSetup, TfrcSetup,
+};
 use self::topology::queue_limit;
 use crate::engine::EventQueue;
 use crate::link::{Link, LinkConfig, LossConfig, RateModel};
@@ -323,6 +325,7 @@ impl World {
                 live: None,
                 rng_seed: seed,
                 rng_id: FLOW_RNG + i as u64,
+                svc: None,
             });
         }
         let mut uses = vec![0u32; links.len()];

@@ -46,7 +46,7 @@ use rtcc_core::{Bytes, Duration, Instant};
 
 use self::arena::{Body, ColdBody, SimPacket};
 use self::endpoint::{CbrSender, MediaOutcome, TfrcSender};
-pub(crate) use self::endpoint::{MpFlow, MpPath};
+pub(crate) use self::endpoint::{MpFlow, MpPath, SvcFlow};
 // Building from the scenario moved to `crate::build`; these stay reachable
 // where other modules and crates have always found them.
 pub(crate) use crate::build::encoder_config;
@@ -199,6 +199,8 @@ pub(crate) struct Flow {
     pub(crate) live: Option<Box<LiveOutcome>>,
     pub(crate) rng_seed: u64,
     pub(crate) rng_id: u64,
+    /// A layered (svc) media flow's per-layer counters.
+    pub(crate) svc: Option<Box<SvcFlow>>,
 }
 
 /// The values a sample reads of a TCP or CBR flow's endpoints, captured as

@@ -2,7 +2,8 @@
 //! `sample_interval` (rates, the controller's target and estimate, the
 //! bandwidth-estimate accuracy, the time in each controller state, the
 //! bottleneck queue, the available bandwidth) and the files streamed during the run,
-//! `timeseries.csv`, `frames.csv` and `cc_trace.csv` (DESIGN §4;
+//! `timeseries.csv` (with a layered flow's subscribed level),
+//! `frames.csv` and `cc_trace.csv` (DESIGN §4;
 //! `summary.json` is built at the end by [`crate::output`]). Nothing here is
 //! on the per-packet path, which only adds each packet's size to its hop's
 //! counter in `World::offered`.
@@ -175,6 +176,11 @@ impl World {
                 }
                 SenderEp::Idle => (None, None, None, None, None),
             };
+            // A layered flow's subscribed level.
+            let layer_level = match &f.sender {
+                SenderEp::Media(s) => s.encoder().svc().map(|e| e.level()),
+                _ => None,
+            };
             if let Some(w) = &mut self.sinks.cc_trace {
                 if let Err(e) = write_cc_trace(&mut **w, now, f) {
                     self.io_error = Some(e);
@@ -223,6 +229,7 @@ impl World {
                     packets_sent: Some(packets_sent),
                     packets_lost: Some(packets_lost),
                     avail,
+                    layer_level,
                 },
             );
             if let Err(e) = r {

@@ -324,6 +324,8 @@ impl FrameBuffer {
             capture_time: slot.capture_time,
             size: slot.size,
             complete: slot.complete,
+            // Multipath frames have no layers.
+            level: None,
         };
         let displayed = self.log.finish(frame, outcome, self.config.stall_threshold);
         match outcome {

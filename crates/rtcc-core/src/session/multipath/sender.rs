@@ -969,6 +969,8 @@ impl<E: EncoderModel> MultipathSender<E> {
                 last_in_frame: false,
                 payload: Bytes::ZERO,
                 wire_size: size,
+                layer: 0,
+                layer_end: false,
             },
             send_time: now,
         }

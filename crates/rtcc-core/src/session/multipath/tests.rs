@@ -501,6 +501,8 @@ fn seg(frame_id: u64, key: bool, capture: u64, index: u32, count: u32) -> MediaP
         last_in_frame: index + 1 == count,
         payload: Bytes::new(1000),
         wire_size: Bytes::new(1048),
+        layer: 0,
+        layer_end: false,
     }
 }
 

@@ -24,6 +24,7 @@ use rtcc_core::transport::{wire, Datagram, Payload, TransportReceiver, Transport
 use rtcc_core::Bytes;
 
 use super::flow_encoder;
+use crate::encoder::EncoderKind;
 use crate::live::{LiveOutcome, LiveSender, LiveSetup};
 use crate::world::{Body, ColdBody, Dir, ReceiverEp, SenderEp, SimPacket, World};
 
@@ -39,7 +40,9 @@ impl World {
             encoder,
             bitrate,
         } = l;
-        let Some(source) = flow_encoder(now, f, encoder, None, &mut self.io_error) else {
+        let Some(source) =
+            flow_encoder(now, f, encoder, EncoderKind::Parametric, &mut self.io_error)
+        else {
             return;
         };
         // Both configurations were validated when the world was built.
@@ -247,6 +250,9 @@ fn live_payload(body: &ColdBody, size: Bytes) -> Option<(u64, Payload)> {
                     last_in_frame,
                     payload,
                     wire_size: size,
+                    // A live flow's source is the parametric model: no layers.
+                    layer: 0,
+                    layer_end: false,
                 },
                 copy,
             },
@@ -277,6 +283,8 @@ mod tests {
             last_in_frame: false,
             payload: Bytes::new(1187),
             wire_size: Bytes::new(1250),
+            layer: 0,
+            layer_end: false,
         };
         let repair = FecRepair::new(10, 0b1011, Bytes::new(1300)).unwrap();
         for (size, payload) in [

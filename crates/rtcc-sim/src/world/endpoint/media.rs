@@ -11,6 +11,9 @@
 //!   brought a packet the player was missing.
 //! - End of run: the player's results and, when the flow recovers losses,
 //!   the recovery counters ([`MediaOutcome`], [`RecoveryOutcome`]).
+//! - Layered (svc) flows: the sender's media packets counted per layer as
+//!   they leave, in an array sized at the start ([`SvcFlow`]); at the end,
+//!   the player's per-layer counters and mean displayed level.
 //!
 //! ## Call protocol
 //!
@@ -19,9 +22,8 @@
 //! receiver for feedback, finished frames (written to `frames.csv`) and
 //! NACKs, then its timeout.
 
-use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::MediaPacket;
-use rtcc_core::media::player::PacketMeta;
+use rtcc_core::media::player::{LayerStats, PacketMeta};
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq};
 use rtcc_core::session::receiver::ReceiverSession;
 use rtcc_core::session::sender::SenderSession;
@@ -29,6 +31,7 @@ use rtcc_core::{Bytes, PacketKind};
 
 use super::flow_encoder;
 use crate::build::MediaSetup;
+use crate::encoder::EncoderKind;
 use crate::world::{Body, ColdBody, Dir, ReceiverEp, SenderEp, SimPacket, World};
 
 /// End-of-run media results of a flow.
@@ -61,9 +64,22 @@ pub(crate) struct RecoveryOutcome {
     pub(crate) retransmissions_expired: u64,
 }
 
+/// What the world keeps of a layered (svc) media flow.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SvcFlow {
+    /// Media packets sent (first transmissions) of layer k at index k − 1,
+    /// one entry per layer of the ladder.
+    pub(crate) sent: Vec<u64>,
+    /// The player's counters per layer at the end of the run (as many as the
+    /// highest layer that arrived).
+    pub(crate) received: Vec<LayerStats>,
+    /// Mean displayed level over the frames displayed.
+    pub(crate) mean_displayed_level: Option<f64>,
+}
+
 impl World {
     /// Starts a media flow: its sessions, then the sender's first packets.
-    pub(super) fn start_media(&mut self, fi: usize, m: MediaSetup, ladder: Option<LadderTrace>) {
+    pub(super) fn start_media(&mut self, fi: usize, m: MediaSetup, kind: EncoderKind) {
         let now = self.now;
         let f = &mut self.flows[fi];
         let MediaSetup {
@@ -71,9 +87,15 @@ impl World {
             encoder,
             receiver,
         } = m;
-        let Some(enc) = flow_encoder(now, f, encoder, ladder, &mut self.io_error) else {
+        let Some(enc) = flow_encoder(now, f, encoder, kind, &mut self.io_error) else {
             return;
         };
+        if let Some(svc) = enc.svc() {
+            f.svc = Some(Box::new(SvcFlow {
+                sent: vec![0; svc.ladder().len()],
+                ..SvcFlow::default()
+            }));
+        }
         let mut session = SenderSession::new(now, sender, enc);
         // The simulated receiver reports padding and keeps it away
         // from the media path, so controllers may probe.
@@ -93,6 +115,14 @@ impl World {
                 return;
             };
             let Some(t) = s.poll_transmit(now) else { break };
+            if let (PacketKind::Media, Some(svc)) = (t.kind, &mut self.flows[fi].svc) {
+                if let Some(n) = usize::from(t.packet.layer)
+                    .checked_sub(1)
+                    .and_then(|k| svc.sent.get_mut(k))
+                {
+                    *n += 1;
+                }
+            }
             if t.kind == PacketKind::Padding {
                 let p = SimPacket {
                     flow: fi as u32,
@@ -242,14 +272,7 @@ impl World {
             self.flows[fi].counters.goodput_bytes += meta.payload.get();
         }
         if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
-            let pm = PacketMeta {
-                frame_id: meta.frame_id,
-                frame_type: meta.frame_type,
-                capture_time: meta.capture_time,
-                index: meta.index,
-                last_in_frame: meta.last_in_frame,
-                payload: meta.payload,
-            };
+            let pm = PacketMeta::from(meta);
             let useful = r.stats().rtx_useful;
             r.on_packet(now, seq, p.size, media, &pm);
             // A retransmission is goodput when it brought a missing packet.
@@ -275,6 +298,10 @@ impl World {
             return;
         };
         let stats = r.player().stats();
+        if let Some(svc) = &mut f.svc {
+            svc.received = r.player().layer_stats().to_vec();
+            svc.mean_displayed_level = r.player().mean_displayed_level();
+        }
         let active = f.stop.min(self.end) - f.start;
         let recovery = match &f.sender {
             SenderEp::Media(s) if s.recovery().name() != "none" => {

@@ -48,16 +48,15 @@
 //! and `write_cc_trace` (`monitor.rs`).
 
 use rtcc_core::media::encoder::ParametricEncoderConfig;
-use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::{rng, Instant};
 
 pub(crate) use self::cbr::CbrSender;
-pub(crate) use self::media::MediaOutcome;
+pub(crate) use self::media::{MediaOutcome, SvcFlow};
 pub(crate) use self::multipath::{MpFlow, MpPath};
 pub(crate) use self::tfrc::TfrcSender;
 use super::{Body, ColdBody, Dir, Event, Flow, ReceiverEp, SenderEp, SimPacket, World};
 use crate::build::FlowSetup;
-use crate::encoder::SimEncoder;
+use crate::encoder::{EncoderKind, SimEncoder};
 
 mod cbr;
 mod live;
@@ -72,8 +71,8 @@ impl World {
         let f = &mut self.flows[fi];
         let Some(setup) = f.setup.take() else { return };
         match setup {
-            FlowSetup::Media(m, ladder) => self.start_media(fi, *m, ladder),
-            FlowSetup::Multipath(m, ladder) => self.start_multipath(fi, *m, ladder),
+            FlowSetup::Media(m, kind) => self.start_media(fi, *m, kind),
+            FlowSetup::Multipath(m, kind) => self.start_multipath(fi, *m, kind),
             FlowSetup::Live(l) => self.start_live(fi, *l),
             FlowSetup::Tcp(cfg) => self.start_tcp(fi, cfg),
             FlowSetup::Cbr {
@@ -258,11 +257,11 @@ fn flow_encoder(
     now: Instant,
     f: &Flow,
     encoder: ParametricEncoderConfig,
-    ladder: Option<LadderTrace>,
+    kind: EncoderKind,
     io_error: &mut Option<std::io::Error>,
 ) -> Option<SimEncoder> {
     let rng = rng::stream(f.rng_seed, f.rng_id);
-    SimEncoder::new(now, encoder, ladder, rng)
+    SimEncoder::new(now, encoder, kind, rng)
         .map_err(|e| {
             *io_error = Some(std::io::Error::other(format!(
                 "encoder of flow {}: {e}",

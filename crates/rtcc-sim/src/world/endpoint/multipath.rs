@@ -19,13 +19,13 @@
 
 use std::collections::VecDeque;
 
-use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::MediaPacket;
 use rtcc_core::session::multipath::{MultipathReceiver, MultipathSender, SegmentArrival};
 use rtcc_core::{Bitrate, Duration, Instant, PacketKind};
 
 use super::{flow_encoder, MediaOutcome};
 use crate::build::MultipathSetup;
+use crate::encoder::EncoderKind;
 use crate::metrics::DelayHistogram;
 use crate::world::{Body, ColdBody, Dir, ReceiverEp, SenderEp, SimPacket, World};
 
@@ -90,12 +90,7 @@ pub(crate) struct MpOutcome {
 impl World {
     /// Starts a multipath-media flow: its sessions, then the sender's first
     /// packets.
-    pub(super) fn start_multipath(
-        &mut self,
-        fi: usize,
-        m: MultipathSetup,
-        ladder: Option<LadderTrace>,
-    ) {
+    pub(super) fn start_multipath(&mut self, fi: usize, m: MultipathSetup, kind: EncoderKind) {
         let now = self.now;
         let f = &mut self.flows[fi];
         let MultipathSetup {
@@ -103,7 +98,7 @@ impl World {
             encoder,
             receiver,
         } = m;
-        let Some(enc) = flow_encoder(now, f, encoder, ladder, &mut self.io_error) else {
+        let Some(enc) = flow_encoder(now, f, encoder, kind, &mut self.io_error) else {
             return;
         };
         let mut session = MultipathSender::new(now, sender, enc);
