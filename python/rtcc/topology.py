@@ -135,8 +135,11 @@ _QUEUE = "50pkts"
 # The server host's access link: co-located with its router.
 _ACCESS_DELAY = "1ms"
 # The SVC controller's set-up in §4.2: "The threshold of full search algorithm
-# is 0.63"; 20 layers of 100 kbps up to 2 Mbps are the controller's default ladder.
+# is 0.63"; the layered encoder's 20 layers of 100 kbps up to 2 Mbps (§4.2) are
+# the controller's ladder.
 _SVC_CC_CONFIG = "{ threshold_fs_high = 0.63, threshold_fs_low = 0.63 }"
+_SVC_ENCODER = '{ kind = "svc", layers = 20, layer_rate = "100kbps", fps = 30 }'
+# Another controller streams the same 2 Mbps video as one layer.
 _ENCODER = '{ fps = 30, gop = 0, max_bitrate = "2Mbps", start_bitrate = "100kbps" }'
 
 
@@ -518,6 +521,8 @@ def peers_scenario(
         if kind == "media":
             if cc == "svc-probing":
                 lines.append(f"cc_config = {_SVC_CC_CONFIG}")
-            lines.append(f"encoder = {_ENCODER}")
+                lines.append(f"encoder = {_SVC_ENCODER}")
+            else:
+                lines.append(f"encoder = {_ENCODER}")
         lines.append("")
     return "\n".join(lines)

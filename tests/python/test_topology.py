@@ -210,7 +210,10 @@ def test_every_route_starts_on_the_server_access_link(peers: int) -> None:
     assert all(f["kind"] == "media" and f["cc"] == "svc-probing" for f in flows)
     assert all(0 <= int(f["start"].removesuffix("ms")) < 5000 for f in flows)
     assert all(f["cc_config"]["threshold_fs_high"] == 0.63 for f in flows)
-    assert all(f["encoder"]["max_bitrate"] == "2Mbps" for f in flows)
+    # The layered encoder: 20 layers of 100 kbps, up to 2 Mbps (§4.2).
+    assert all(f["encoder"]["kind"] == "svc" for f in flows)
+    assert all(f["encoder"]["layers"] == 20 for f in flows)
+    assert all(f["encoder"]["layer_rate"] == "100kbps" for f in flows)
 
 
 def test_the_scenario_runs() -> None:
@@ -227,6 +230,14 @@ def test_the_scenario_runs_with_tfrc() -> None:
     assert "cc_config" not in text
     result = rtcc.run(tomllib.loads(text), seed=1)
     assert [f["cc"] for f in result.summary["flows"]] == ["tfrc"] * 4
+    # As greedy TFRC sources (ns-2's TFRC agent): no encoder, no controller key.
+    bulk = peers_scenario(t, server, chosen, name="t", kind="tfrc", duration="8s")
+    flows = tomllib.loads(bulk)["flow"]
+    assert all(f["kind"] == "tfrc" and "encoder" not in f and "cc" not in f for f in flows)
+    result = rtcc.run(tomllib.loads(bulk), seed=1)
+    assert all(f["goodput_kbps"] > 0 for f in result.summary["flows"])
+    with pytest.raises(ValueError, match="kind must be media or tfrc"):
+        peers_scenario(t, server, chosen, name="t", kind="tcp")
 
 
 def test_table2_files_are_what_the_script_writes(tmp_path: Path) -> None:
@@ -237,12 +248,11 @@ def test_table2_files_are_what_the_script_writes(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     written_files = sorted(p.name for p in tmp_path.iterdir())
-    assert written_files == [
-        "table2-16-peers-20mbps.toml",
-        "table2-16-peers.toml",
-        "table2-4-peers.toml",
-        "table2-8-peers.toml",
-    ]
+    assert written_files == sorted(
+        f"table2-{stem}{twin}.toml"
+        for stem in ("4-peers", "8-peers", "16-peers", "16-peers-20mbps")
+        for twin in ("", "-tfrc")
+    )
     for name in written_files:
         assert (tmp_path / name).read_text() == (TABLE2 / name).read_text(), name
     twenty = tomllib.loads((TABLE2 / "table2-16-peers-20mbps.toml").read_text())
