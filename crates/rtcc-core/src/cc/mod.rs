@@ -90,6 +90,13 @@ pub struct ProbeRequest {
     pub rate: Bitrate,
     /// Recommended size of a padding packet on the wire.
     pub padding_size: Bytes,
+    /// The cluster must be of equal-sized packets (a packet train,
+    /// papers/svc-topdown-probing.txt §2: "a sequence of probing packets of
+    /// equal packet size"): a sender that pads media
+    /// ([`SenderSession::enable_media_padding`](crate::session::sender::SenderSession::enable_media_padding))
+    /// pads each first transmission of a media packet smaller than
+    /// `padding_size` up to it (RFC 3550 §5.1 padding).
+    pub pad_media: bool,
 }
 
 /// A controller's view of the network, for metrics and traces.

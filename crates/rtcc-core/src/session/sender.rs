@@ -255,6 +255,9 @@ pub struct SenderSession<E> {
     /// Send padding for the controller's probes when there is no media
     /// (and keep-alives into a full window, [`CONGESTED_PACKET_INTERVAL`]).
     probe_padding: bool,
+    /// Pad media packets to a probe's size while it asks for equal sizes
+    /// ([`ProbeRequest::pad_media`]).
+    media_padding: bool,
     /// When the last packet of any kind left.
     last_sent: Option<Instant>,
 }
@@ -294,6 +297,7 @@ impl<E: EncoderModel> SenderSession<E> {
             silent_since: None,
             backoff_steps: 0,
             probe_padding: false,
+            media_padding: false,
             last_sent: None,
         }
     }
@@ -338,6 +342,16 @@ impl<E: EncoderModel> SenderSession<E> {
     /// does; a transport must send it as RTP padding).
     pub fn enable_probe_padding(&mut self) {
         self.probe_padding = true;
+    }
+
+    /// Pad media packets of a probe that asks for equal-sized packets
+    /// ([`ProbeRequest::pad_media`]: a packet train) up to its
+    /// `padding_size` (RFC 3550 §5.1 padding; counted as padding bytes,
+    /// the payload unchanged). Only the first transmission is padded, not a
+    /// retransmission. A transport that cannot write padding into media
+    /// packets leaves this off, and its trains keep the media's own sizes.
+    pub fn enable_media_padding(&mut self) {
+        self.media_padding = true;
     }
 
     /// Current target bitrate of the controller.
@@ -559,7 +573,7 @@ impl<E: EncoderModel> SenderSession<E> {
         } else {
             None
         };
-        let (media_seq, kind, packet) = match recovered {
+        let (media_seq, kind, mut packet) = match recovered {
             Some(r) => {
                 let mut p = r.packet;
                 p.wire_size += RTX_OVERHEAD;
@@ -576,6 +590,10 @@ impl<E: EncoderModel> SenderSession<E> {
                 (m, PacketKind::Media, head)
             }
         };
+        // Retransmissions keep the packet as first sent (unpadded).
+        let unpadded = packet;
+        let padding = self.media_padding_for(now, kind, packet.wire_size);
+        packet.wire_size += padding;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.history.add_in_flight(packet.wire_size);
@@ -592,7 +610,9 @@ impl<E: EncoderModel> SenderSession<E> {
             bytes_in_flight: self.history.in_flight(),
         };
         self.record_sent(now, sent);
-        self.recovery.on_packet_sent(now, media_seq, &packet, kind);
+        self.recovery
+            .on_packet_sent(now, media_seq, &unpadded, kind);
+        self.stats.padding_bytes_sent += padding.get();
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += packet.wire_size.get();
@@ -609,6 +629,22 @@ impl<E: EncoderModel> SenderSession<E> {
             packet,
             send_time: now,
         })
+    }
+
+    /// The padding a media packet of `wire_size` gets: up to the probe's
+    /// `padding_size` (at most a full packet) while the controller's probe
+    /// asks for equal sizes and media padding is on; zero otherwise.
+    fn media_padding_for(&mut self, now: Instant, kind: PacketKind, wire_size: Bytes) -> Bytes {
+        if !self.media_padding || kind != PacketKind::Media {
+            return Bytes::ZERO;
+        }
+        match self.cc.poll_probe(now) {
+            Some(p) if p.pad_media => {
+                let full = self.packetizer.mtu + self.packetizer.header_overhead;
+                p.padding_size.min(full).saturating_sub(wire_size)
+            }
+            _ => Bytes::ZERO,
+        }
     }
 
     /// A padding packet for the controller's probe, if one is in progress,
@@ -1019,6 +1055,65 @@ mod tests {
         assert!(sent
             .iter()
             .all(|x| x.kind == PacketKind::Media || x.send_time < Instant::from_millis(40)));
+    }
+
+    /// An SVC-probing sender of 100 B frames for `ms` milliseconds, with
+    /// probe padding and optionally media padding.
+    fn svc_sends(media_padding: bool, ms: u64) -> (Vec<Transmit>, SenderStats) {
+        let enc = TraceEncoder::new(
+            Instant::ZERO,
+            30.0,
+            vec![(Bytes::new(100), FrameType::Delta)],
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            cc: CcConfig::SvcProbing(Box::default()),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        s.enable_probe_padding();
+        if media_padding {
+            s.enable_media_padding();
+        }
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        while t < Instant::from_millis(ms) {
+            s.on_timeout(t);
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            t += Duration::from_micros(100);
+        }
+        (out, *s.stats())
+    }
+
+    #[test]
+    fn a_packet_train_pads_its_media_packets_to_the_train_size() {
+        // The start phase's first train (30 packets of 1000 B at the top
+        // layer's 2 Mbps, no feedback yet): the frame sent during it is
+        // padded to 1000 B on the wire, its payload unchanged.
+        let (sent, stats) = svc_sends(true, 100);
+        let media: Vec<_> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Media)
+            .collect();
+        assert!(!media.is_empty());
+        assert!(media.iter().all(|m| m.packet.wire_size == Bytes::new(1000)));
+        assert!(media.iter().all(|m| m.packet.payload <= Bytes::new(100)));
+        let header = Packetizer::default().header_overhead;
+        let padded: u64 = media
+            .iter()
+            .map(|m| 1000 - (m.packet.payload + header).get())
+            .sum();
+        let pads = stats.padding_packets_sent * 1000;
+        assert_eq!(stats.padding_bytes_sent, pads + padded);
+        // Without media padding (a transport that cannot write it), media
+        // keeps its size; GCC's probes never ask for it.
+        let (plain, _) = svc_sends(false, 100);
+        assert!(plain
+            .iter()
+            .filter(|x| x.kind == PacketKind::Media)
+            .all(|m| m.packet.wire_size < Bytes::new(200)));
     }
 
     #[test]

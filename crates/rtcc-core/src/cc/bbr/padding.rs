@@ -45,6 +45,7 @@ impl ProbePadding {
             cluster_id: self.cluster_id,
             rate: budget.pacing_rate,
             padding_size,
+            pad_media: false,
         })
     }
 }

@@ -841,6 +841,7 @@ impl CongestionController for Gcc {
                 .prober
                 .padding_size()
                 .unwrap_or(c.rate * prober::PROBE_PACKET_SPACING),
+            pad_media: false,
         })
     }
 

@@ -724,6 +724,11 @@ impl CongestionController for SvcProbing {
                 cluster_id: self.trains_started,
                 rate: t.r_in(),
                 padding_size: self.config.packet_size,
+                // §2: a train is "a sequence of probing packets of equal
+                // packet size": in the start phase its few data packets are
+                // padded to the train's size (I11); a transmission-phase
+                // probe is the media itself, at its own packet sizes.
+                pad_media: matches!(self.phase, Phase::Start { .. }),
             }),
             _ => None,
         }

@@ -340,7 +340,17 @@ fn a_successful_probe_adds_a_layer_and_a_failed_one_gives_it_back() {
     let mut seen_probe = false;
     while h.now < Instant::from_secs(20) && h.cc.level() < 11 {
         h.run_until(h.now + Duration::from_millis(10));
-        seen_probe |= h.cc.phase == Phase::Probing;
+        if h.cc.phase == Phase::Probing {
+            seen_probe = true;
+            // I11: a transmission-phase probe is the media at its own
+            // packet sizes (no padding of media asked for).
+            if let Some(p) = h.cc.poll_probe(h.now) {
+                assert!(
+                    !p.pad_media,
+                    "transmission-phase probe asks for padded media"
+                );
+            }
+        }
     }
     assert!(seen_probe);
     h.run_until(h.now + Duration::from_millis(500));
@@ -398,6 +408,10 @@ fn trains_pace_at_their_rate_and_ask_for_padding_until_sent() {
     assert_eq!(cc.send_budget().pacing_rate, Bitrate::mbps(2));
     let probe = cc.poll_probe(Instant::ZERO).unwrap();
     assert_eq!(probe.rate, Bitrate::mbps(2));
+    // I11: a start-phase train is of equal-sized packets, its data packets
+    // padded to the train's size.
+    assert!(probe.pad_media);
+    assert_eq!(probe.padding_size, SIZE);
     for k in 0..30u64 {
         cc.on_packet_sent(
             Instant::from_millis(4 * k),

@@ -100,6 +100,7 @@ impl World {
         // The simulated receiver reports padding and keeps it away
         // from the media path, so controllers may probe.
         session.enable_probe_padding();
+        session.enable_media_padding();
         f.sender = SenderEp::Media(Box::new(session));
         f.receiver = ReceiverEp::Media(Box::new(ReceiverSession::new(now, receiver)));
         self.service_media_sender(fi);
