@@ -584,6 +584,9 @@ pub struct FlowSpec {
     /// Start time.
     #[serde(default)]
     pub start: Duration,
+    /// A random delay added to `start`, uniform in [0, start_jitter), drawn
+    /// from the run's seed (papers' "random start times"; default none).
+    pub start_jitter: Option<Spanned<Duration>>,
     /// Stop time (default: end of run).
     pub stop: Option<Spanned<Duration>>,
     /// Media: encoder model.
@@ -1599,6 +1602,21 @@ impl Scenario {
                 &key("access_delay"),
                 "only applies to a dumbbell topology",
             ));
+        }
+        if let Some(j) = &spec.start_jitter {
+            let latest = spec.start + *j.get_ref();
+            if latest >= self.duration || spec.stop.as_ref().is_some_and(|s| latest >= *s.get_ref())
+            {
+                return Err(self.error(
+                    Some(j.span()),
+                    &key("start_jitter"),
+                    format!(
+                        "start ({}) + start_jitter ({}) must end before the flow stops",
+                        spec.start,
+                        j.get_ref()
+                    ),
+                ));
+            }
         }
         if let Some(stop) = &spec.stop {
             if *stop.get_ref() <= spec.start {

@@ -49,6 +49,8 @@ const LINK_RNG: u64 = 1 << 32;
 const FLOW_RNG: u64 = 2 << 32;
 /// RNG element ids of flows' controller seeds: `CC_RNG + index`.
 const CC_RNG: u64 = 3 << 32;
+/// RNG element ids of flows' start jitter: `START_RNG + index`.
+const START_RNG: u64 = 4 << 32;
 
 /// Scheduler of a multipath-media flow without `scheduler`: min-cost, the
 /// paper's own (Delay-BBR multipath §4.2).
@@ -280,7 +282,14 @@ impl World {
                     FlowSetup::Tcp(_) | FlowSetup::Cbr { .. } => {}
                 }
             }
-            let start = Instant::ZERO + spec.start;
+            // `start_jitter`: a uniform delay from the flow's own stream, so
+            // the other random elements of the run do not move.
+            let jitter = spec.start_jitter.as_ref().map_or(Duration::ZERO, |j| {
+                use rand::Rng as _;
+                let mut r = rng::stream(seed, START_RNG + i as u64);
+                j.get_ref().mul_f64(r.random::<f64>())
+            });
+            let start = Instant::ZERO + spec.start + jitter;
             let stop = spec
                 .stop
                 .as_ref()
