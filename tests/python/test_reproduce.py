@@ -889,6 +889,26 @@ def test_estimates_are_scored_against_the_available_bandwidth() -> None:
     assert estimate_metrics(trace.filter(pl.col("time_s") < 1), ts, "svc") == {}
 
 
+def test_the_estimates_figure_needs_a_traced_estimation(tmp_path: Path) -> None:
+    from rtcc.reproduce.rendering import _estimates_figure
+
+    rows = ["time_s,flow,variable,value"] + [
+        f"{t / 10:.1f},svc,state,{0 if t < 5 else 1}" for t in range(10)
+    ]
+    rows.append("0.5,svc,estimate_kbps,900")
+    (tmp_path / "timeseries.csv").write_text(
+        "time_s,flow,avail_kbps\n" + "".join(f"{t / 10:.1f},svc,1000\n" for t in range(10))
+    )
+    out = tmp_path / "e.png"
+    # No cc_trace.csv: nothing to draw.
+    assert not _estimates_figure(tmp_path, "svc", out)
+    (tmp_path / "cc_trace.csv").write_text("\n".join(rows) + "\n")
+    assert _estimates_figure(tmp_path, "svc", out)
+    assert out.stat().st_size > 1000
+    # A flow without estimations: nothing either.
+    assert not _estimates_figure(tmp_path, "other", tmp_path / "o.png")
+
+
 def test_every_paper_toml_loads() -> None:
     """Each paper's experiments expand and every claim names a real experiment."""
     root = Path(__file__).resolve().parents[2] / "scenarios" / "papers"

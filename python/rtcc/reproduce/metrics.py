@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import polars as pl
@@ -96,6 +96,56 @@ def _mean_of(summaries: Sequence[Mapping[str, Any]], metric: str) -> float | Non
     return sum(vals) / len(vals) if vals else None
 
 
+class Estimation(NamedTuple):
+    """One estimation of a bandwidth estimator.
+
+    Its span of samples in state 0, its estimate and trains, and the true
+    available bandwidth over the span (kbps).
+    """
+
+    start_s: float
+    end_s: float
+    estimate_kbps: float
+    true_kbps: float
+    trains: float | None
+
+
+def estimations(cc_trace: pl.DataFrame, ts: pl.DataFrame, flow: str) -> list[Estimation]:
+    """The completed estimations of ``flow`` (:func:`estimate_metrics` says which).
+
+    Empty without an ``avail_kbps`` column.
+    """
+    import polars as pl
+
+    if "avail_kbps" not in ts.columns:
+        return []
+    trace = cc_trace.filter(pl.col("flow") == flow)
+    by_time: dict[float, dict[str, float]] = {}
+    for t, var, value in trace.select(["time_s", "variable", "value"]).iter_rows():
+        by_time.setdefault(float(t), {})[str(var)] = float(value)
+    avail = ts.filter(pl.col("flow") == flow).select(["time_s", "avail_kbps"]).drop_nulls()
+    out: list[Estimation] = []
+    start: float | None = None
+    for t in sorted(by_time):
+        row = by_time[t]
+        state = row.get("state")
+        if state is None:
+            continue
+        if state == 0.0:
+            if start is None:
+                start = t
+            continue
+        if start is None:
+            continue
+        span = avail.filter((pl.col("time_s") >= start) & (pl.col("time_s") <= t))
+        estimate = row.get("estimate_kbps")
+        if span.height and estimate is not None:
+            truth = float(span["avail_kbps"].mean())  # type: ignore[arg-type]
+            out.append(Estimation(start, t, estimate, truth, row.get("start_trains")))
+        start = None
+    return out
+
+
 def estimate_metrics(cc_trace: pl.DataFrame, ts: pl.DataFrame, flow: str) -> dict[str, Any]:
     """How well a bandwidth estimator's estimates match the true available bandwidth.
 
@@ -114,52 +164,18 @@ def estimate_metrics(cc_trace: pl.DataFrame, ts: pl.DataFrame, flow: str) -> dic
     ``estimate_kbps`` and ``true_kbps`` (means); empty when there is no
     complete estimation or no ``avail_kbps``.
     """
-    import polars as pl
-
-    if "avail_kbps" not in ts.columns:
+    done = estimations(cc_trace, ts, flow)
+    if not done:
         return {}
-    trace = cc_trace.filter(pl.col("flow") == flow)
-    by_time: dict[float, dict[str, float]] = {}
-    for t, var, value in trace.select(["time_s", "variable", "value"]).iter_rows():
-        by_time.setdefault(float(t), {})[str(var)] = float(value)
-    avail = ts.filter(pl.col("flow") == flow).select(["time_s", "avail_kbps"]).drop_nulls()
-    times = sorted(by_time)
-    errors: list[float] = []
-    estimates: list[float] = []
-    truths: list[float] = []
-    trains: list[float] = []
-    start: float | None = None
-    for t in times:
-        row = by_time[t]
-        state = row.get("state")
-        if state is None:
-            continue
-        if state == 0.0:
-            if start is None:
-                start = t
-            continue
-        if start is None:
-            continue
-        span = avail.filter((pl.col("time_s") >= start) & (pl.col("time_s") <= t))
-        estimate = row.get("estimate_kbps")
-        if span.height and estimate is not None:
-            truth = float(span["avail_kbps"].mean())  # type: ignore[arg-type]
-            errors.append(abs(estimate - truth))
-            estimates.append(estimate)
-            truths.append(truth)
-            if "start_trains" in row:
-                trains.append(row["start_trains"])
-        start = None
-    if not errors:
-        return {}
-    n = len(errors)
+    n = len(done)
     out: dict[str, Any] = {
         "count": n,
-        "mad_kbps": sum(errors) / n,
-        "bias_kbps": (sum(estimates) - sum(truths)) / n,
-        "estimate_kbps": sum(estimates) / n,
-        "true_kbps": sum(truths) / n,
+        "mad_kbps": sum(abs(e.estimate_kbps - e.true_kbps) for e in done) / n,
+        "bias_kbps": sum(e.estimate_kbps - e.true_kbps for e in done) / n,
+        "estimate_kbps": sum(e.estimate_kbps for e in done) / n,
+        "true_kbps": sum(e.true_kbps for e in done) / n,
     }
+    trains = [e.trains for e in done if e.trains is not None]
     if trains:
         out["trains"] = sum(trains) / len(trains)
     return out

@@ -42,7 +42,61 @@ def _figures(
             path = out_dir / group / f"{kind}.png"
             plot.figure(kind, results).savefig(path, dpi=_GROUP_DPI)
             figures[group].append(path)
+        for i in ids:
+            flow = experiments[i].estimates
+            if flow is not None:
+                path = out_dir / group / f"estimates-{i}.png"
+                if _estimates_figure(first_dirs[i], flow, path):
+                    figures[group].append(path)
     return figures
+
+
+def _estimates_figure(run_dir: Path, flow: str, path: Path) -> bool:
+    """Plots ``flow``'s true available bandwidth with each estimate (Fig. 11).
+
+    The estimates are spots at their starts (papers/svc-topdown-probing.txt
+    Fig. 11), each with the true value over its estimation as a bar. False
+    when the run has no estimation to show.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import polars as pl
+
+    from rtcc.reproduce.metrics import estimations
+
+    trace_path = run_dir / "cc_trace.csv"
+    if not trace_path.is_file():
+        return False
+    ts = pl.read_csv(run_dir / "timeseries.csv", infer_schema_length=None)
+    done = estimations(pl.read_csv(trace_path), ts, flow)
+    if not done:
+        return False
+    avail = ts.filter(pl.col("flow") == flow).select(["time_s", "avail_kbps"]).drop_nulls()
+    fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
+    ax.plot(avail["time_s"], avail["avail_kbps"] / 1000, lw=0.6, color="0.6", label="available")
+    ax.scatter(
+        [e.start_s for e in done],
+        [e.estimate_kbps / 1000 for e in done],
+        color="C3",
+        zorder=3,
+        label="estimate",
+    )
+    ax.hlines(
+        [e.true_kbps / 1000 for e in done],
+        [e.start_s for e in done],
+        [e.end_s for e in done],
+        color="k",
+        lw=2,
+        label="true over the estimation",
+    )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("Mbps")
+    ax.legend(loc="lower right", fontsize=7)
+    fig.savefig(path, dpi=_GROUP_DPI)
+    plt.close(fig)
+    return True
 
 
 def _fmt(x: float | None) -> str:
