@@ -174,6 +174,23 @@ impl World {
     }
 }
 
+/// Moves `item` into a free slot of `pool` (or a new one at the end) and
+/// returns the slot. A reused slot's old contents come back in `item`, so
+/// their buffers are refilled next time instead of allocated; only while
+/// more items are in flight than ever before does the pool grow.
+pub(crate) fn park<T: Default>(pool: &mut Vec<T>, free: &mut Vec<u32>, item: &mut T) -> u32 {
+    match free.pop() {
+        Some(s) => {
+            std::mem::swap(&mut pool[s as usize], item);
+            s
+        }
+        None => {
+            pool.push(std::mem::take(item));
+            (pool.len() - 1) as u32
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@
 //! receiver for feedback, finished frames (written to `frames.csv`) and
 //! NACKs, then its timeout.
 
+use crate::world::arena::park;
 use rtcc_core::media::packetizer::MediaPacket;
 use rtcc_core::media::player::{LayerStats, PacketMeta};
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq};
@@ -172,16 +173,7 @@ impl World {
         self.drain_frames(fi);
         if have {
             let size = fb.wire_size();
-            let slot = match self.fb_free.pop() {
-                Some(s) => {
-                    std::mem::swap(&mut self.fb_pool[s as usize], &mut fb);
-                    s
-                }
-                None => {
-                    self.fb_pool.push(std::mem::take(&mut fb));
-                    (self.fb_pool.len() - 1) as u32
-                }
-            };
+            let slot = park(&mut self.fb_pool, &mut self.fb_free, &mut fb);
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Rev,
@@ -198,16 +190,7 @@ impl World {
         let mut nack = std::mem::take(&mut self.nack_scratch);
         if r.poll_nack(now, &mut nack) {
             let size = nack.wire_size();
-            let slot = match self.nack_free.pop() {
-                Some(s) => {
-                    std::mem::swap(&mut self.nack_pool[s as usize], &mut nack);
-                    s
-                }
-                None => {
-                    self.nack_pool.push(std::mem::take(&mut nack));
-                    (self.nack_pool.len() - 1) as u32
-                }
-            };
+            let slot = park(&mut self.nack_pool, &mut self.nack_free, &mut nack);
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Rev,

@@ -17,6 +17,7 @@
 //! As a media flow's (`media.rs`), with each path's due feedback sent back on
 //! that path.
 
+use crate::world::arena::park;
 use std::collections::VecDeque;
 
 use rtcc_core::media::packetizer::MediaPacket;
@@ -163,16 +164,7 @@ impl World {
             let mut fb = std::mem::take(&mut self.fb_scratch);
             if r.poll_feedback(now, path, &mut fb) {
                 let size = fb.wire_size();
-                let slot = match self.fb_free.pop() {
-                    Some(s) => {
-                        std::mem::swap(&mut self.fb_pool[s as usize], &mut fb);
-                        s
-                    }
-                    None => {
-                        self.fb_pool.push(std::mem::take(&mut fb));
-                        (self.fb_pool.len() - 1) as u32
-                    }
-                };
+                let slot = park(&mut self.fb_pool, &mut self.fb_free, &mut fb);
                 self.inject(SimPacket {
                     flow: fi as u32,
                     dir: Dir::Rev,

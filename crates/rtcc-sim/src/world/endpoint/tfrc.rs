@@ -39,6 +39,7 @@
 //! report, then its timer is re-armed for the next one
 //! (`service_tfrc_receiver`).
 
+use crate::world::arena::park;
 use std::collections::VecDeque;
 
 use rtcc_core::cc::Controller;
@@ -299,16 +300,7 @@ impl World {
         let mut fb = std::mem::take(&mut self.fb_scratch);
         if r.poll_feedback(now, &mut fb) {
             let size = fb.wire_size();
-            let slot = match self.fb_free.pop() {
-                Some(s) => {
-                    std::mem::swap(&mut self.fb_pool[s as usize], &mut fb);
-                    s
-                }
-                None => {
-                    self.fb_pool.push(std::mem::take(&mut fb));
-                    (self.fb_pool.len() - 1) as u32
-                }
-            };
+            let slot = park(&mut self.fb_pool, &mut self.fb_free, &mut fb);
             self.inject(SimPacket {
                 flow: fi as u32,
                 dir: Dir::Rev,
