@@ -43,7 +43,10 @@ fn the_start_moves_by_a_seeded_delay_within_the_jitter() {
         // 1200 B payloads at 1 Mbps: 104.17 packets per second.
         let active = sent / (1e6 / 8.0 / 1200.0);
         let start = 10.0 - active;
-        assert!((0.98..5.02).contains(&start), "seed {seed}: start {start:.2} s");
+        assert!(
+            (0.98..5.02).contains(&start),
+            "seed {seed}: start {start:.2} s"
+        );
         starts.push(start);
         // The jitter does not touch the other flow.
         let again = goodputs(&sc, seed);
