@@ -21,6 +21,7 @@ import tomli_w
 
 from rtcc import _native
 from rtcc._native import ScenarioError
+from rtcc.summary import RunSummary
 
 __all__ = ["Result", "run"]
 
@@ -38,21 +39,23 @@ class Result:
     """The outcome of one run: its summary and its output files.
 
     Attributes:
-        summary: ``summary.json`` as a dict (DESIGN.md §4.2): ``scenario``,
-            ``seed``, ``duration_s``, ``flows``, ``links``, ``fairness``.
-            Metrics that do not apply to a flow kind are absent.
+        summary: ``summary.json`` as a dict (DESIGN.md §4.2), typed as
+            :class:`rtcc.summary.RunSummary`: ``scenario``, ``seed``,
+            ``duration_s``, ``flows``, ``links``, ``fairness``. Metrics that
+            do not apply to a flow kind are absent; docs/metrics.md defines
+            each.
         out_dir: Directory holding ``summary.json``, ``timeseries.csv`` and
             ``frames.csv``. When ``run`` was not given ``out``, this is a
             temporary directory removed when the ``Result`` is garbage collected.
 
     """
 
-    summary: dict[str, Any]
+    summary: RunSummary
     out_dir: Path
 
     def __init__(
         self,
-        summary: dict[str, Any],
+        summary: RunSummary,
         out_dir: Path,
         *,
         tmp: tempfile.TemporaryDirectory[str] | None = None,
@@ -190,7 +193,7 @@ def run(
         progress=progress,
         cc_trace=bool(cc_trace),
     )
-    summary: dict[str, Any] = json.loads(summary_json)
+    summary: RunSummary = json.loads(summary_json)
     return Result(summary, out_dir, tmp=tmp)
 
 

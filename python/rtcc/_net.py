@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from rtcc import _native
+from rtcc.summary import RunSummary
 
 __all__ = ["emulate", "recv", "send"]
 
@@ -143,7 +144,7 @@ def recv(
     peer: str | None = None,
     rtcp: str | None = None,
     rtcp_listen: str | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Receive video on ``listen`` (``host:port``), send feedback, play it out.
 
     Args:
@@ -169,7 +170,8 @@ def recv(
             leaves from there and RTCP is read there too, never media.
 
     Returns:
-        The run's ``summary.json`` as a dict.
+        The run's ``summary.json`` as a dict (a real run's
+        :class:`rtcc.summary.RunSummary`: with ``transport``, without links).
     """
     text = _native.recv(
         listen,
@@ -184,7 +186,7 @@ def recv(
         rtcp=rtcp,
         rtcp_listen=rtcp_listen,
     )
-    result: dict[str, Any] = json.loads(text)
+    result: RunSummary = json.loads(text)
     return result
 
 

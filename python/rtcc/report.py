@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -40,6 +40,7 @@ from rtcc.plot import (
     run_label,
     save_figures,
 )
+from rtcc.summary import RunSummary
 
 __all__ = ["ReportError", "load_run", "report"]
 
@@ -88,7 +89,9 @@ def load_run(directory: str | os.PathLike[str]) -> Result:
         raise ReportError(f"{summary_path}: cannot be read: {e}") from e
     if not isinstance(summary, dict) or not isinstance(summary.get("flows"), list):
         raise ReportError(f"{summary_path}: not an rtcc summary (no `flows` list)")
-    result = Result(summary, d)
+    # Only `flows` is checked: the file is taken for a RunSummary (one of an
+    # older rtcc may lack keys).
+    result = Result(cast(RunSummary, summary), d)
     for name in ("timeseries.csv", "frames.csv"):
         path = d / name
         if not path.is_file():

@@ -46,6 +46,8 @@
 //! - [`transport`]: the QUIC-like reliable transport (sender and receiver, RTT
 //!   estimator, ACK frames, RFC 9002 loss detection) that live flows and
 //!   AutoRec run on.
+//! - `summary` (with the `serde` feature): the typed `summary.json` both
+//!   drivers write.
 
 pub mod cc;
 pub mod estimate;
@@ -57,6 +59,8 @@ pub mod packet;
 pub mod recovery;
 pub mod rng;
 pub mod session;
+#[cfg(feature = "serde")]
+pub mod summary;
 pub mod time;
 pub mod transport;
 pub mod units;

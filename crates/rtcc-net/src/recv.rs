@@ -37,10 +37,11 @@ use std::sync::Arc;
 use rtcc_core::feedback::{Nack, WireFeedback};
 use rtcc_core::media::player::FrameRecord;
 use rtcc_core::session::receiver::{ReceiverConfig, ReceiverSession};
+use rtcc_core::summary::{round3, FlowSummary, RecoveryCounters, RunSummary};
 use rtcc_core::{Bytes, Duration, Instant};
 use rtcc_sim::metrics::DelayHistogram;
 use rtcc_sim::output::{self, TimeseriesRow};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::plain::{self, PlainFrames, PlainOutcome};
@@ -107,7 +108,7 @@ struct Addrs {
 }
 
 /// Counters of a receiver run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RecvStats {
     /// Datagrams received (all).
     pub datagrams: u64,
@@ -177,7 +178,8 @@ pub struct RecvReport {
     pub stats: RecvStats,
     /// Session counters.
     pub session: rtcc_core::session::receiver::ReceiverStats,
-    /// The same JSON as a simulated run's `summary.json`.
+    /// The same JSON as a simulated run's `summary.json`: a serialised
+    /// [`RunSummary`]`<`[`RecvStats`]`>`.
     pub summary: Value,
     /// Run time.
     pub elapsed: Duration,
@@ -392,7 +394,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
     // Metrics over the time media flowed, as the simulator's over a flow's active time.
     let active = now - first_media.unwrap_or(start);
     let recovery_on = !config.receiver.recovery.is_none();
-    let summary = summary_json(
+    let summary = run_summary(
         &session,
         &stats,
         &frame_delay,
@@ -403,7 +405,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
     let report = RecvReport {
         stats,
         session: *session.stats(),
-        summary,
+        summary: serde_json::to_value(summary).map_err(|e| NetError::Internal(e.to_string()))?,
         elapsed: now - start,
     };
     out.finish(&report)?;
@@ -673,14 +675,14 @@ fn on_padding(
 
 /// `summary.json` of a real run: the simulator's per-flow fields for a media
 /// flow, plus the transport counters. Link metrics do not exist here.
-fn summary_json(
+fn run_summary(
     session: &ReceiverSession,
     stats: &RecvStats,
     frame_delay: &DelayHistogram,
     active: Duration,
     stream: Option<&Stream>,
     recovery_on: bool,
-) -> Value {
+) -> RunSummary<RecvStats> {
     let secs = active.as_secs_f64().max(1e-9);
     let p = session.player().stats();
     let s = session.stats();
@@ -700,28 +702,7 @@ fn summary_json(
     } else {
         lost as f64 / expected as f64
     };
-    let r3 = output::round3;
-    let mut v = json!({
-        "scenario": "real",
-        "duration_s": r3(secs),
-        "rtcc_version": env!("CARGO_PKG_VERSION"),
-        "flows": [{
-            "name": FLOW,
-            "kind": "media",
-            "media_bitrate_kbps": r3(p.delivered_payload.get() as f64 * 8.0 / secs / 1000.0),
-            "goodput_kbps": r3(s.payload_received as f64 * 8.0 / secs / 1000.0),
-            "frame_delay_ms": output::delay_json(frame_delay.summary()),
-            "stall_ratio": r3(session.player().stall_ratio(active)),
-            "frames_displayed": p.frames_displayed,
-            "frames_dropped": p.frames_dropped,
-            "loss_rate": r3(loss),
-            "packets_received": unique,
-            "packets_lost": lost,
-        }],
-        "links": [],
-        "transport": stats,
-    });
-    if recovery_on {
+    let recovery = recovery_on.then(|| {
         let ns = session.nack_stats();
         // RTX sequence numbers count the retransmissions sent (RFC 4588 §4:
         // the RTX stream numbers its packets itself), up to the last one
@@ -733,19 +714,46 @@ fn summary_json(
                 Some(span.saturating_sub(st.rtx_padding))
             })
             .unwrap_or(0);
-        // The simulator's names (rtcc_sim::output); `retransmissions_expired`
-        // is the sender's to know (send_summary.json).
-        v["flows"][0]["recovery"] = json!({
-            "nacks_sent": ns.nack_messages,
-            "nack_requests": ns.requests,
-            "retransmissions_sent": rtx_sent,
-            "retransmissions_received": s.rtx_received,
-            "retransmissions_useful": s.rtx_useful,
-            "retransmissions_late": s.rtx_late,
-            "retransmissions_duplicate": s.rtx_duplicate,
-        });
+        // The simulator's counters; `retransmissions_expired` is the
+        // sender's to know (send_summary.json).
+        RecoveryCounters {
+            nacks_sent: ns.nack_messages,
+            nack_requests: ns.requests,
+            retransmissions_sent: rtx_sent,
+            retransmissions_received: Some(s.rtx_received),
+            retransmissions_useful: s.rtx_useful,
+            retransmissions_late: s.rtx_late,
+            retransmissions_duplicate: s.rtx_duplicate,
+            retransmissions_expired: None,
+        }
+    });
+    let flow = FlowSummary {
+        name: FLOW.to_string(),
+        kind: "media".to_string(),
+        media_bitrate_kbps: Some(round3(
+            p.delivered_payload.get() as f64 * 8.0 / secs / 1000.0,
+        )),
+        goodput_kbps: round3(s.payload_received as f64 * 8.0 / secs / 1000.0),
+        frame_delay_ms: Some(output::delay_ms(frame_delay.summary())),
+        stall_ratio: Some(round3(session.player().stall_ratio(active))),
+        frames_displayed: Some(p.frames_displayed),
+        frames_dropped: Some(p.frames_dropped),
+        loss_rate: round3(loss),
+        packets_received: Some(unique),
+        packets_lost: lost,
+        recovery,
+        ..FlowSummary::default()
+    };
+    RunSummary {
+        scenario: "real".to_string(),
+        duration_s: round3(secs),
+        rtcc_version: env!("CARGO_PKG_VERSION").to_string(),
+        flows: vec![flow],
+        links: Vec::new(),
+        transport: Some(*stats),
+        fairness: None,
+        seed: None,
     }
-    v
 }
 
 /// The receiver's output files.
@@ -1213,7 +1221,7 @@ mod tests {
         assert_eq!(s.rtx_ssrc, Some(rx.cfg.rtx_ssrc));
         assert_eq!(s.media_seqs.highest(), Some(2));
         assert_eq!(s.rtx_padding, 4);
-        let summary = summary_json(
+        let summary = run_summary(
             &rx.session,
             &rx.stats,
             &DelayHistogram::new(),
@@ -1221,14 +1229,18 @@ mod tests {
             rx.stream.as_ref(),
             true,
         );
-        let flow = &summary["flows"][0];
-        assert_eq!(flow["recovery"]["retransmissions_sent"], 0, "{flow}");
+        // The simulator's schema, with the transport counters.
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["transport"]["padding_packets"], 4, "{json}");
+        let back: RunSummary<RecvStats> = serde_json::from_value(json).unwrap();
+        assert_eq!(back, summary);
+        let flow = &summary.flows[0];
+        let recovery = flow.recovery.expect("recovery is on");
+        assert_eq!(recovery.retransmissions_sent, 0, "{flow:?}");
         assert_eq!(
-            (
-                flow["packets_lost"].as_u64(),
-                flow["packets_received"].as_u64()
-            ),
-            (Some(0), Some(7))
+            (flow.packets_lost, flow.packets_received),
+            (0, Some(7)),
+            "{flow:?}"
         );
         // Padding of another RTX SSRC is a stranger; padding without the
         // transport-wide number is missing its extension; a duplicate counts.

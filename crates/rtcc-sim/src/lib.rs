@@ -77,7 +77,9 @@ pub struct Progress {
 /// What a run produced.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    /// The content of `summary.json`.
+    /// The content of `summary.json`: a serialised
+    /// [`rtcc_core::summary::RunSummary`], which `serde_json::from_value`
+    /// gives back typed.
     pub summary: serde_json::Value,
     /// Seed used.
     pub seed: u64,
@@ -181,7 +183,8 @@ pub fn run_interruptible(
         return Err(SimError::Interrupted);
     }
     result.map_err(io(opts.out_dir.clone().unwrap_or_default()))?;
-    let summary = output::summary(&world, scenario.name(), seed);
+    let summary = serde_json::to_value(output::summary(&world, scenario.name(), seed))
+        .map_err(|e| SimError::Internal(e.to_string()))?;
     if let Some(dir) = &opts.out_dir {
         let p = dir.join("summary.json");
         let text = serde_json::to_string_pretty(&summary)

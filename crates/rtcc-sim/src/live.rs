@@ -23,13 +23,13 @@ use rtcc_core::recovery::autorec::{
     goodput_reduction, recovery_latency, redundancy_cost, AutoRecConfig,
 };
 use rtcc_core::recovery::fec::{FecConfig, FecPolicy};
+use rtcc_core::summary::{AutoRecFormula, LiveFrameDelay, LiveSummary, PerPacketKind};
 use rtcc_core::transport::receiver::{digest_step, DIGEST_INIT};
 use rtcc_core::transport::{
     AutoRecSettings, CopyKind, Datagram, Payload, PlaybackConfig, RecoveryScheme,
     TransportReceiver, TransportReceiverConfig, TransportSender, TransportSenderConfig,
 };
 use rtcc_core::{Bitrate, Duration, Instant, Probability};
-use serde_json::{json, Map, Value};
 
 use crate::cc_config::{cc_config, Keys};
 use crate::encoder::SimEncoder;
@@ -574,153 +574,86 @@ impl LiveOutcome {
     }
 
     /// The flow's `"live"` object of `summary.json`.
-    pub(crate) fn to_json(&self) -> Value {
+    pub(crate) fn to_summary(&self) -> LiveSummary {
         let ms = |d: Option<Duration>| d.map(|d| round3(d.as_millis_f64()));
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let total = self.sent.total();
-        let kinds = [
-            ("original", self.sent.original),
-            ("retransmission", self.sent.retransmission),
-            ("reinjection", self.sent.reinjection),
-            ("probe", self.sent.probe),
-            ("ping", self.sent.ping),
-            ("repair", self.sent.repair),
-            ("total", total),
-        ];
-        let mut packets = Map::new();
-        let mut bytes = Map::new();
-        for (name, s) in kinds {
-            packets.insert(name.into(), json!(s.packets));
-            bytes.insert(name.into(), json!(s.bytes));
-        }
-        let mut m = Map::new();
-        m.insert("scheme".into(), json!(self.scheme));
-        m.insert("cc".into(), json!(self.cc));
-        m.insert(
-            "bitrate_kbps".into(),
-            json!(round3(self.bitrate.as_kbps_f64())),
-        );
-        m.insert("packets_sent".into(), Value::Object(packets));
-        m.insert("bytes_sent".into(), Value::Object(bytes));
-        m.insert(
-            "reinjections_off_mode".into(),
-            json!(self.reinjections_off_mode),
-        );
-        m.insert(
-            "reinjections_opportunistic".into(),
-            json!(self.reinjections_opportunistic),
-        );
-        m.insert("pto_probes".into(), json!(self.pto_probes));
-        m.insert(
-            "redundancy_cost".into(),
-            json!(round3(ratio(
-                self.sent.reinjection.packets,
-                self.sent.original.packets
-            ))),
-        );
-        m.insert(
-            "bandwidth_cost".into(),
-            json!(round3(ratio(
-                total.bytes - self.sent.original.bytes,
-                total.bytes
-            ))),
-        );
-        m.insert("packets_lost".into(), json!(self.packets_lost));
-        m.insert("packets_acked".into(), json!(self.packets_acked));
-        m.insert(
-            "loss_rate_measured".into(),
-            json!(round3(ratio(
-                self.packets_lost,
-                self.packets_acked + self.packets_lost
-            ))),
-        );
-        m.insert("data_lost".into(), json!(self.data_lost));
-        m.insert("data_recovered".into(), json!(self.data_recovered));
-        let opt = |m: &mut Map<String, Value>, k: &str, v: Option<f64>| {
-            if let Some(v) = v {
-                m.insert(k.into(), json!(v));
-            }
+        let per_kind = |count: fn(&Sent) -> u64| PerPacketKind {
+            original: count(&self.sent.original),
+            retransmission: count(&self.sent.retransmission),
+            reinjection: count(&self.sent.reinjection),
+            probe: count(&self.sent.probe),
+            ping: count(&self.sent.ping),
+            repair: count(&self.sent.repair),
+            total: count(&total),
         };
-        opt(&mut m, "t_unit_ms", ms(self.t_unit));
-        opt(&mut m, "recovery_latency_ms", ms(self.latency_mean));
-        opt(&mut m, "max_recovery_latency_ms", ms(self.latency_max));
-        opt(&mut m, "recovery_latency_p95_ms", ms(self.latency_p95));
-        opt(&mut m, "recovery_latency_all_ms", ms(self.latency_all));
-        m.insert("multi_recoveries".into(), json!(self.multi));
-        m.insert(
-            "deterioration_rate".into(),
-            json!(round3(self.deterioration)),
-        );
-        if let Some(k) = self.level {
-            m.insert("redundancy_level".into(), json!(k));
-        }
-        opt(&mut m, "mean_redundancy_level", self.mean_level.map(round3));
+        let loss_rate_measured = ratio(self.packets_lost, self.packets_acked + self.packets_lost);
         let secs = self.active.as_secs_f64().max(1e-9);
-        m.insert(
-            "goodput_kbps".into(),
-            json!(round3(self.payload_delivered as f64 * 8.0 / secs / 1000.0)),
-        );
-        m.insert("payload_created".into(), json!(self.payload_created));
-        m.insert("payload_delivered".into(), json!(self.payload_delivered));
-        m.insert("frames_created".into(), json!(self.frames_created));
-        m.insert("frames".into(), json!(self.frames));
-        m.insert(
-            "deadline_miss_rate".into(),
-            json!(round3(self.deadline_miss_rate)),
-        );
-        m.insert(
-            "frozen_fraction".into(),
-            json!(round3(self.frozen_fraction)),
-        );
-        m.insert(
-            "freezes_per_100s".into(),
-            json!(round3(self.freezes_per_100s)),
-        );
-        let mut delay = Map::new();
-        opt(&mut delay, "mean", ms(self.frame_delay_mean));
-        if self.frames > 0 {
-            delay.insert(
-                "max".into(),
-                json!(round3(self.frame_delay_max.as_millis_f64())),
-            );
-        }
-        m.insert("frame_delay_ms".into(), Value::Object(delay));
-        m.insert("data_created".into(), json!(self.data_created));
-        m.insert("data_delivered".into(), json!(self.data_delivered));
-        m.insert("data_duplicate".into(), json!(self.data_duplicate));
-        m.insert("packets_duplicate".into(), json!(self.packets_duplicate));
-        m.insert("fec_recovered".into(), json!(self.fec_recovered));
-        m.insert("delivered_all".into(), json!(self.delivered_all));
-        // A number, so that reports can check it: 0 = same data, same order.
-        m.insert(
-            "digest_mismatch".into(),
-            json!(u8::from(self.digest_mismatch)),
-        );
         // AutoRec §V-A eqs. 1–3 at the pinned level, evaluated at the
         // measured loss rate and T_unit: what the formula validation
         // (§VII-A, Fig. 13) compares with the measured values.
-        if let (Some(k), Some(t_unit)) = (self.fixed_level, self.t_unit) {
-            let r = Probability::saturating(ratio(
-                self.packets_lost,
-                self.packets_acked + self.packets_lost,
-            ));
-            let mut f = Map::new();
-            f.insert("k".into(), json!(k));
-            f.insert(
-                "recovery_latency_ms".into(),
-                json!(round3(recovery_latency(r, t_unit, k).as_millis_f64())),
-            );
-            f.insert(
-                "redundancy_cost".into(),
-                json!(round6(redundancy_cost(r, k))),
-            );
-            f.insert(
-                "goodput_reduction".into(),
-                json!(round6(goodput_reduction(r, k))),
-            );
-            m.insert("formula".into(), Value::Object(f));
+        let formula = match (self.fixed_level, self.t_unit) {
+            (Some(k), Some(t_unit)) => {
+                let r = Probability::saturating(loss_rate_measured);
+                Some(AutoRecFormula {
+                    k,
+                    recovery_latency_ms: round3(recovery_latency(r, t_unit, k).as_millis_f64()),
+                    redundancy_cost: round6(redundancy_cost(r, k)),
+                    goodput_reduction: round6(goodput_reduction(r, k)),
+                })
+            }
+            _ => None,
+        };
+        LiveSummary {
+            scheme: self.scheme.to_string(),
+            cc: self.cc.to_string(),
+            bitrate_kbps: round3(self.bitrate.as_kbps_f64()),
+            packets_sent: per_kind(|s| s.packets),
+            bytes_sent: per_kind(|s| s.bytes),
+            reinjections_off_mode: self.reinjections_off_mode,
+            reinjections_opportunistic: self.reinjections_opportunistic,
+            pto_probes: self.pto_probes,
+            redundancy_cost: round3(ratio(
+                self.sent.reinjection.packets,
+                self.sent.original.packets,
+            )),
+            bandwidth_cost: round3(ratio(total.bytes - self.sent.original.bytes, total.bytes)),
+            packets_lost: self.packets_lost,
+            packets_acked: self.packets_acked,
+            loss_rate_measured: round3(loss_rate_measured),
+            data_lost: self.data_lost,
+            data_recovered: self.data_recovered,
+            t_unit_ms: ms(self.t_unit),
+            recovery_latency_ms: ms(self.latency_mean),
+            max_recovery_latency_ms: ms(self.latency_max),
+            recovery_latency_p95_ms: ms(self.latency_p95),
+            recovery_latency_all_ms: ms(self.latency_all),
+            multi_recoveries: self.multi,
+            deterioration_rate: round3(self.deterioration),
+            redundancy_level: self.level,
+            mean_redundancy_level: self.mean_level.map(round3),
+            goodput_kbps: round3(self.payload_delivered as f64 * 8.0 / secs / 1000.0),
+            payload_created: self.payload_created,
+            payload_delivered: self.payload_delivered,
+            frames_created: self.frames_created,
+            frames: self.frames,
+            deadline_miss_rate: round3(self.deadline_miss_rate),
+            frozen_fraction: round3(self.frozen_fraction),
+            freezes_per_100s: round3(self.freezes_per_100s),
+            frame_delay_ms: LiveFrameDelay {
+                mean: ms(self.frame_delay_mean),
+                max: (self.frames > 0).then(|| round3(self.frame_delay_max.as_millis_f64())),
+            },
+            data_created: self.data_created,
+            data_delivered: self.data_delivered,
+            data_duplicate: self.data_duplicate,
+            packets_duplicate: self.packets_duplicate,
+            fec_recovered: self.fec_recovered,
+            delivered_all: self.delivered_all,
+            // A number, so that reports can check it: 0 = same data, same order.
+            digest_mismatch: u8::from(self.digest_mismatch),
+            formula,
         }
-        Value::Object(m)
     }
 }
 

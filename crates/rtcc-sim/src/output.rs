@@ -1,4 +1,7 @@
-//! `summary.json` (DESIGN §4.2): per-flow and per-link metrics of DESIGN §6.
+//! The output files of a run (DESIGN §4.2): `summary.json`, per-flow and
+//! per-link metrics of DESIGN §6 as a [`RunSummary`] (its schema is
+//! `rtcc_core::summary`'s, shared with the real receiver, `rtcc_net::recv`),
+//! and the rows of `timeseries.csv`, `frames.csv` and `cc_trace.csv`.
 //!
 //! Metrics that do not apply to a flow's kind are absent, not zero. The file
 //! holds nothing that depends on the machine (no wall time), so the same
@@ -8,9 +11,14 @@ use std::io::{self, Write};
 
 use rtcc_core::media::player::FrameRecord;
 use rtcc_core::media::svc::LayerId;
+pub use rtcc_core::summary::round3;
+use rtcc_core::summary::{
+    DelayMs, Fairness, FlowSummary, LayerSummary, LinkSummary, MultipathCounters, PathSummary,
+    RecoveryCounters, RunSummary,
+};
 use rtcc_core::{Bitrate, Bytes, CongestionController as _, Duration, Instant, TraceSink};
-use serde_json::{json, Map, Value};
 
+use crate::live::LiveOutcome;
 use crate::metrics::{jain_index, DelaySummary};
 use crate::scenario::FlowKind;
 use crate::world::{MpFlow, SenderEp, SvcFlow, World};
@@ -197,88 +205,76 @@ pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io:
     )
 }
 
-/// A delay summary as JSON, rounded to microseconds.
-pub fn delay_json(s: DelaySummary) -> Value {
-    json!({ "mean": round3(s.mean), "p50": round3(s.p50), "p95": round3(s.p95) })
-}
-
-/// Rounds to 3 decimals so that the file is stable and readable.
-pub fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
+/// A delay summary as `summary.json` holds it, rounded to microseconds.
+pub fn delay_ms(s: DelaySummary) -> DelayMs {
+    DelayMs {
+        mean: round3(s.mean),
+        p50: round3(s.p50),
+        p95: round3(s.p95),
+    }
 }
 
 /// The multipath part of a flow's summary: `scheduler`, `paths` (one entry
 /// per path, in the session's order) and the session counters `multipath`.
-fn multipath_json(m: &mut Map<String, Value>, world: &World, mp: &MpFlow) {
-    m.insert("scheduler".into(), json!(mp.scheduler));
-    let paths: Vec<Value> = mp
+fn multipath_summary(m: &mut FlowSummary, world: &World, mp: &MpFlow) {
+    m.scheduler = Some(mp.scheduler.to_string());
+    let paths = mp
         .paths
         .iter()
         .map(|p| {
-            let mut e = Map::new();
-            e.insert("path".into(), json!(p.name));
-            e.insert(
-                "bottleneck".into(),
-                json!(world
-                    .link_names
-                    .get(p.bottleneck)
-                    .cloned()
-                    .unwrap_or_default()),
-            );
-            if let Some(o) = p.outcome {
-                let loss = if o.packets_sent == 0 {
+            // The session's counters, once it has reported them.
+            let o = p.outcome;
+            let loss = o.map(|o| {
+                if o.packets_sent == 0 {
                     0.0
                 } else {
                     p.dropped as f64 / o.packets_sent as f64
-                };
-                e.insert("packets_sent".into(), json!(o.packets_sent));
-                e.insert("bytes_sent".into(), json!(o.bytes_sent));
-                e.insert("share".into(), json!(round3(o.share)));
-                e.insert(
-                    "media_packets_scheduled".into(),
-                    json!(o.media_packets_scheduled),
-                );
-                e.insert("retransmissions".into(), json!(o.retransmissions_sent));
-                e.insert("padding_packets".into(), json!(o.padding_packets_sent));
-                e.insert("keepalives".into(), json!(o.keepalives_sent));
-                e.insert("packets_received".into(), json!(o.packets_received));
-                e.insert("segments_new".into(), json!(o.segments_new));
-                e.insert("packets_lost".into(), json!(p.dropped));
-                e.insert("loss_rate".into(), json!(round3(loss)));
-                e.insert("reported_lost".into(), json!(o.packets_reported_lost));
-                e.insert("presumed_lost".into(), json!(o.packets_presumed_lost));
-                if let Some(r) = o.srtt {
-                    e.insert("srtt_ms".into(), json!(round3(r.as_millis_f64())));
                 }
-                e.insert("target_kbps".into(), json!(round3(o.target.as_kbps_f64())));
+            });
+            PathSummary {
+                path: p.name.clone(),
+                bottleneck: world
+                    .link_names
+                    .get(p.bottleneck)
+                    .cloned()
+                    .unwrap_or_default(),
+                owd_ms: delay_ms(p.owd.summary()),
+                packets_sent: o.map(|o| o.packets_sent),
+                bytes_sent: o.map(|o| o.bytes_sent),
+                share: o.map(|o| round3(o.share)),
+                media_packets_scheduled: o.map(|o| o.media_packets_scheduled),
+                retransmissions: o.map(|o| o.retransmissions_sent),
+                padding_packets: o.map(|o| o.padding_packets_sent),
+                keepalives: o.map(|o| o.keepalives_sent),
+                packets_received: o.map(|o| o.packets_received),
+                segments_new: o.map(|o| o.segments_new),
+                packets_lost: o.map(|_| p.dropped),
+                loss_rate: loss.map(round3),
+                reported_lost: o.map(|o| o.packets_reported_lost),
+                presumed_lost: o.map(|o| o.packets_presumed_lost),
+                srtt_ms: o.and_then(|o| o.srtt).map(|r| round3(r.as_millis_f64())),
+                target_kbps: o.map(|o| round3(o.target.as_kbps_f64())),
             }
-            e.insert("owd_ms".into(), delay_json(p.owd.summary()));
-            Value::Object(e)
         })
         .collect();
-    m.insert("paths".into(), Value::Array(paths));
-    if let Some(o) = mp.outcome {
-        m.insert(
-            "multipath".into(),
-            json!({
-                "retransmissions": o.retransmissions,
-                "retransmissions_expired": o.retransmissions_expired,
-                "retransmissions_unneeded": o.retransmissions_unneeded,
-                "key_frames_requested": o.key_frames_requested,
-                "frames_dropped_at_sender": o.frames_dropped_at_sender,
-                "segments_duplicate": o.segments_duplicate,
-                "segments_late": o.segments_late,
-            }),
-        );
-    }
+    m.paths = Some(paths);
+    m.multipath = mp.outcome.map(|o| MultipathCounters {
+        retransmissions: o.retransmissions,
+        retransmissions_expired: o.retransmissions_expired,
+        retransmissions_unneeded: o.retransmissions_unneeded,
+        key_frames_requested: o.key_frames_requested,
+        frames_dropped_at_sender: o.frames_dropped_at_sender,
+        segments_duplicate: o.segments_duplicate,
+        segments_late: o.segments_late,
+    });
 }
 
 /// A layered (svc) flow's part of its summary: `layers`, one entry per
 /// layer of its ladder (identifiers, packets sent and delivered, frames whose
 /// layers up to it arrived and frames shown with it), and
 /// `mean_displayed_level` (over the frames displayed; absent if none).
-fn svc_json(m: &mut Map<String, Value>, svc: &SvcFlow) {
-    let layers: Vec<Value> = svc
+fn svc_summary(m: &mut FlowSummary, svc: &SvcFlow) {
+    let layers = svc
         .sent
         .iter()
         .enumerate()
@@ -286,27 +282,26 @@ fn svc_json(m: &mut Map<String, Value>, svc: &SvcFlow) {
             let level = i + 1;
             let id = LayerId::for_level(level).unwrap_or_default();
             let r = svc.received.get(i).copied().unwrap_or_default();
-            json!({
-                "layer": level,
-                "dependency_id": id.dependency_id,
-                "temporal_id": id.temporal_id,
-                "quality_id": id.quality_id,
-                "priority_id": id.priority_id,
-                "sent_packets": sent,
-                "delivered_packets": r.packets_delivered,
-                "delivered_bytes": r.bytes_delivered.get(),
-                "complete_frames": r.frames_complete,
-                "decodable_frames": r.frames_decodable,
-            })
+            LayerSummary {
+                layer: level,
+                dependency_id: id.dependency_id,
+                temporal_id: id.temporal_id,
+                quality_id: id.quality_id,
+                priority_id: id.priority_id,
+                sent_packets: sent,
+                delivered_packets: r.packets_delivered,
+                delivered_bytes: r.bytes_delivered.get(),
+                complete_frames: r.frames_complete,
+                decodable_frames: r.frames_decodable,
+            }
         })
         .collect();
-    m.insert("layers".into(), Value::Array(layers));
-    if let Some(l) = svc.mean_displayed_level {
-        m.insert("mean_displayed_level".into(), json!(round3(l)));
-    }
+    m.layers = Some(layers);
+    m.mean_displayed_level = svc.mean_displayed_level.map(round3);
 }
 
-pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
+/// The run's `summary.json` (DESIGN §4.2; docs/metrics.md).
+pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> RunSummary {
     let duration = world.end - rtcc_core::Instant::ZERO;
     let mut flows = Vec::new();
     let mut goodputs = Vec::new();
@@ -314,135 +309,126 @@ pub(crate) fn summary(world: &World, scenario: &str, seed: u64) -> Value {
         let active = (f.stop.min(world.end) - f.start).as_secs_f64().max(1e-9);
         let goodput_kbps = f.counters.goodput_bytes as f64 * 8.0 / active / 1000.0;
         goodputs.push(goodput_kbps);
-        let mut m = Map::new();
-        m.insert("name".into(), json!(f.name));
-        m.insert("kind".into(), json!(f.kind.as_str()));
-        if !f.cc.is_empty() {
-            m.insert("cc".into(), json!(f.cc));
-        }
-        let media_like = matches!(f.kind, FlowKind::Media | FlowKind::MultipathMedia);
-        if let Some(live) = &f.live {
-            m.insert("live".into(), live.to_json());
-        }
-        if let (true, Some(media)) = (media_like, f.media) {
-            m.insert(
-                "media_bitrate_kbps".into(),
-                json!(round3(
-                    media.delivered_payload.get() as f64 * 8.0 / active / 1000.0
-                )),
-            );
-        }
-        m.insert("goodput_kbps".into(), json!(round3(goodput_kbps)));
-        if f.avail_n > 0 {
-            m.insert(
-                "avail_kbps".into(),
-                json!(round3(f.avail_sum / f.avail_n as f64 / 1000.0)),
-            );
-        }
-        if media_like {
-            m.insert("frame_delay_ms".into(), delay_json(f.frame_delay.summary()));
-            if let Some(media) = f.media {
-                m.insert(
-                    "stall_ratio".into(),
-                    json!(round3(media.stall_ratio * 1000.0) / 1000.0),
-                );
-                m.insert("frames_displayed".into(), json!(media.frames_displayed));
-                m.insert("frames_dropped".into(), json!(media.frames_dropped));
-                if let Some(r) = media.recovery {
-                    m.insert(
-                        "recovery".into(),
-                        json!({
-                            "nacks_sent": r.nacks_sent,
-                            "nack_requests": r.nack_requests,
-                            "retransmissions_sent": r.retransmissions_sent,
-                            "retransmissions_useful": r.retransmissions_useful,
-                            "retransmissions_late": r.retransmissions_late,
-                            "retransmissions_duplicate": r.retransmissions_duplicate,
-                            "retransmissions_expired": r.retransmissions_expired,
-                        }),
-                    );
-                }
-            }
-            if let Some(mp) = &f.mp {
-                multipath_json(&mut m, world, mp);
-            }
-            if let Some(svc) = &f.svc {
-                svc_json(&mut m, svc);
-            }
-        }
-        // The controller's estimate against the bottleneck: media, multipath,
-        // live and TFRC flows.
-        if (media_like || matches!(f.kind, FlowKind::Live | FlowKind::Tfrc)) && f.accuracy_n > 0 {
-            m.insert(
-                "bw_estimate_accuracy".into(),
-                json!(round3(f.accuracy_sum / f.accuracy_n as f64 * 1000.0) / 1000.0),
-            );
-            m.insert(
-                "target_kbps_mean".into(),
-                json!(round3(f.target_sum / f.accuracy_n as f64 / 1000.0)),
-            );
-            let n = f.accuracy_n as f64;
-            let states: Map<String, Value> = f
-                .states
-                .iter()
-                .map(|(name, k)| ((*name).to_string(), json!(round3(*k as f64 / n))))
-                .collect();
-            // A multipath flow has a controller state per path: none shown.
-            if f.mp.is_none() {
-                m.insert("cc_states".into(), Value::Object(states));
-            }
-        }
-        if let SenderEp::Tfrc(s) = &f.sender {
-            // A TFRC flow: its rate on the wire, TFRC's R (mean over the
-            // samples) and its loss event rate p at the end.
-            let send = f.counters.bytes_sent as f64 * 8.0 / active / 1000.0;
-            m.insert("send_rate_kbps".into(), json!(round3(send)));
-            if let Some(r) = s.srtt_mean() {
-                m.insert("srtt_ms".into(), json!(round3(r.as_millis_f64())));
-            }
-            if let Some(p) = s.controller().estimate().loss_rate {
-                m.insert("loss_event_rate".into(), json!((p * 1e6).round() / 1e6));
-            }
-        }
         let sent = f.counters.packets_sent;
         let loss = if sent == 0 {
             0.0
         } else {
             f.counters.packets_dropped as f64 / sent as f64
         };
-        m.insert("loss_rate".into(), json!(round3(loss * 1000.0) / 1000.0));
-        m.insert("owd_ms".into(), delay_json(f.owd.summary()));
-        m.insert("packets_sent".into(), json!(sent));
-        m.insert("packets_lost".into(), json!(f.counters.packets_dropped));
-        flows.push(Value::Object(m));
+        let mut m = FlowSummary {
+            name: f.name.clone(),
+            kind: f.kind.as_str().to_string(),
+            cc: (!f.cc.is_empty()).then(|| f.cc.clone()),
+            goodput_kbps: round3(goodput_kbps),
+            loss_rate: round3(loss * 1000.0) / 1000.0,
+            owd_ms: Some(delay_ms(f.owd.summary())),
+            packets_sent: Some(sent),
+            packets_lost: f.counters.packets_dropped,
+            live: f.live.as_deref().map(LiveOutcome::to_summary),
+            ..FlowSummary::default()
+        };
+        let media_like = matches!(f.kind, FlowKind::Media | FlowKind::MultipathMedia);
+        if let (true, Some(media)) = (media_like, f.media) {
+            m.media_bitrate_kbps = Some(round3(
+                media.delivered_payload.get() as f64 * 8.0 / active / 1000.0,
+            ));
+        }
+        if f.avail_n > 0 {
+            m.avail_kbps = Some(round3(f.avail_sum / f.avail_n as f64 / 1000.0));
+        }
+        if media_like {
+            m.frame_delay_ms = Some(delay_ms(f.frame_delay.summary()));
+            if let Some(media) = f.media {
+                m.stall_ratio = Some(round3(media.stall_ratio * 1000.0) / 1000.0);
+                m.frames_displayed = Some(media.frames_displayed);
+                m.frames_dropped = Some(media.frames_dropped);
+                m.recovery = media.recovery.map(|r| RecoveryCounters {
+                    nacks_sent: r.nacks_sent,
+                    nack_requests: r.nack_requests,
+                    retransmissions_sent: r.retransmissions_sent,
+                    retransmissions_useful: r.retransmissions_useful,
+                    retransmissions_late: r.retransmissions_late,
+                    retransmissions_duplicate: r.retransmissions_duplicate,
+                    retransmissions_expired: Some(r.retransmissions_expired),
+                    retransmissions_received: None,
+                });
+            }
+            if let Some(mp) = &f.mp {
+                multipath_summary(&mut m, world, mp);
+            }
+            if let Some(svc) = &f.svc {
+                svc_summary(&mut m, svc);
+            }
+        }
+        // The controller's estimate against the bottleneck: media, multipath,
+        // live and TFRC flows.
+        if (media_like || matches!(f.kind, FlowKind::Live | FlowKind::Tfrc)) && f.accuracy_n > 0 {
+            let n = f.accuracy_n as f64;
+            m.bw_estimate_accuracy = Some(round3(f.accuracy_sum / n * 1000.0) / 1000.0);
+            m.target_kbps_mean = Some(round3(f.target_sum / n / 1000.0));
+            // A multipath flow has a controller state per path: none shown.
+            if f.mp.is_none() {
+                m.cc_states = Some(
+                    f.states
+                        .iter()
+                        .map(|(name, k)| ((*name).to_string(), round3(*k as f64 / n)))
+                        .collect(),
+                );
+            }
+        }
+        if let SenderEp::Tfrc(s) = &f.sender {
+            // A TFRC flow: its rate on the wire, TFRC's R (mean over the
+            // samples) and its loss event rate p at the end.
+            let send = f.counters.bytes_sent as f64 * 8.0 / active / 1000.0;
+            m.send_rate_kbps = Some(round3(send));
+            m.srtt_ms = s.srtt_mean().map(|r| round3(r.as_millis_f64()));
+            m.loss_event_rate = s
+                .controller()
+                .estimate()
+                .loss_rate
+                .map(|p| (p * 1e6).round() / 1e6);
+        }
+        flows.push(m);
     }
-    let links: Vec<Value> = world
+    let links = world
         .links
         .iter()
         .zip(&world.link_names)
         .map(|(l, name)| {
             let s = l.stats();
-            json!({
-                "name": name,
-                "queue_delay_ms": delay_json(l.queue_delay().summary()),
-                "drops": s.drops_queue + s.drops_loss,
-                "drops_queue": s.drops_queue,
-                "drops_loss": s.drops_loss,
-                "packets": s.packets_in,
-                "utilization": round3(if duration.is_zero() { 0.0 } else {
-                    let cap = l.mean_capacity(rtcc_core::Instant::ZERO, world.end).as_bps_f64();
-                    if cap <= 0.0 || !cap.is_finite() || cap >= u64::MAX as f64 { 0.0 } else { s.bytes_delivered as f64 * 8.0 / duration.as_secs_f64() / cap }
-                }),
-            })
+            let utilization = if duration.is_zero() {
+                0.0
+            } else {
+                let cap = l
+                    .mean_capacity(rtcc_core::Instant::ZERO, world.end)
+                    .as_bps_f64();
+                if cap <= 0.0 || !cap.is_finite() || cap >= u64::MAX as f64 {
+                    0.0
+                } else {
+                    s.bytes_delivered as f64 * 8.0 / duration.as_secs_f64() / cap
+                }
+            };
+            LinkSummary {
+                name: name.clone(),
+                queue_delay_ms: delay_ms(l.queue_delay().summary()),
+                drops: s.drops_queue + s.drops_loss,
+                drops_queue: s.drops_queue,
+                drops_loss: s.drops_loss,
+                packets: s.packets_in,
+                utilization: round3(utilization),
+            }
         })
         .collect();
-    json!({
-        "scenario": scenario,
-        "seed": seed,
-        "duration_s": duration.as_secs_f64(),
-        "rtcc_version": env!("CARGO_PKG_VERSION"),
-        "flows": flows,
-        "links": links,
-        "fairness": { "jain": round3(jain_index(&goodputs) * 1000.0) / 1000.0 },
-    })
+    RunSummary {
+        scenario: scenario.to_string(),
+        seed: Some(seed),
+        duration_s: duration.as_secs_f64(),
+        rtcc_version: env!("CARGO_PKG_VERSION").to_string(),
+        flows,
+        links,
+        fairness: Some(Fairness {
+            jain: round3(jain_index(&goodputs) * 1000.0) / 1000.0,
+        }),
+        transport: None,
+    }
 }
