@@ -191,6 +191,23 @@ pub(crate) fn park<T: Default>(pool: &mut Vec<T>, free: &mut Vec<u32>, item: &mu
     }
 }
 
+impl World {
+    /// Injects a receiver's message (feedback, NACK) of `size` bytes on the
+    /// reverse path `path` of flow `fi`, sent now.
+    #[inline]
+    pub(crate) fn inject_rev(&mut self, fi: usize, path: u8, size: Bytes, body: Body) {
+        let now = self.now;
+        self.inject(SimPacket {
+            flow: fi as u32,
+            dir: Dir::Rev,
+            path,
+            size,
+            sent: now,
+            body,
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

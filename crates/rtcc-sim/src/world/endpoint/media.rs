@@ -174,14 +174,7 @@ impl World {
         if have {
             let size = fb.wire_size();
             let slot = park(&mut self.fb_pool, &mut self.fb_free, &mut fb);
-            self.inject(SimPacket {
-                flow: fi as u32,
-                dir: Dir::Rev,
-                path: 0,
-                size,
-                sent: now,
-                body: Body::Feedback { slot },
-            });
+            self.inject_rev(fi, 0, size, Body::Feedback { slot });
         }
         self.fb_scratch = fb;
         let ReceiverEp::Media(r) = &mut self.flows[fi].receiver else {
@@ -191,14 +184,7 @@ impl World {
         if r.poll_nack(now, &mut nack) {
             let size = nack.wire_size();
             let slot = park(&mut self.nack_pool, &mut self.nack_free, &mut nack);
-            self.inject(SimPacket {
-                flow: fi as u32,
-                dir: Dir::Rev,
-                path: 0,
-                size,
-                sent: now,
-                body: Body::Nack { slot },
-            });
+            self.inject_rev(fi, 0, size, Body::Nack { slot });
         }
         self.nack_scratch = nack;
         self.reschedule_receiver(fi);

@@ -165,14 +165,7 @@ impl World {
             if r.poll_feedback(now, path, &mut fb) {
                 let size = fb.wire_size();
                 let slot = park(&mut self.fb_pool, &mut self.fb_free, &mut fb);
-                self.inject(SimPacket {
-                    flow: fi as u32,
-                    dir: Dir::Rev,
-                    path: path as u8,
-                    size,
-                    sent: now,
-                    body: Body::MpFeedback { slot },
-                });
+                self.inject_rev(fi, path as u8, size, Body::MpFeedback { slot });
             }
             self.fb_scratch = fb;
         }

@@ -301,14 +301,7 @@ impl World {
         if r.poll_feedback(now, &mut fb) {
             let size = fb.wire_size();
             let slot = park(&mut self.fb_pool, &mut self.fb_free, &mut fb);
-            self.inject(SimPacket {
-                flow: fi as u32,
-                dir: Dir::Rev,
-                path: 0,
-                size,
-                sent: now,
-                body: Body::TfrcFeedback { slot },
-            });
+            self.inject_rev(fi, 0, size, Body::TfrcFeedback { slot });
         }
         self.fb_scratch = fb;
         self.reschedule_receiver(fi);
