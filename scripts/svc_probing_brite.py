@@ -34,6 +34,7 @@ RUNS = [
     ("table2-16-peers-20mbps", 16, "20Mbps"),
 ]
 DURATION = "300s"
+START_JITTER_MS = 5000
 
 
 def main() -> int:
@@ -60,6 +61,10 @@ def main() -> int:
             cc="svc-probing",
             kind=kind,
             duration=DURATION,
+            # The paper's runs differ by their start times (its §4.2.4 names
+            # "random start time"); without a per-run draw, TFRC's runs of
+            # one file were identical on every seed.
+            start_jitter_ms=START_JITTER_MS,
             seed=args.seed,
             header=header,
         )

@@ -76,7 +76,9 @@ routes first cross them), named ``n<u>-n<v>``
 delay and a drop-tail queue of 50 packets (ns-2's default queue limit); one
 ``[[path]]`` per peer; one media flow per path, starting at seeded times in
 the first ``start_spread`` (the paper does not give the start times; its
-§4.2.4 starts flows at random times). Feedback returns on the paths'
+§4.2.4 starts flows at random times), plus, with ``start_jitter``, a delay
+the run's own seed draws (so that runs of one file on several seeds differ
+even where nothing else is random, as with TFRC). Feedback returns on the paths'
 reverse links (unlimited rate, the same delays).
 
 Every random draw comes from :class:`random.Random` streams seeded with the
@@ -444,6 +446,7 @@ def peers_scenario(
     kind: str = "media",
     duration: str = "300s",
     start_spread_ms: int = 5000,
+    start_jitter_ms: int = 0,
     seed: int = 1,
     header: Sequence[str] = (),
 ) -> str:
@@ -462,6 +465,8 @@ def peers_scenario(
             ``cc`` is then ignored).
         duration: The scenario's duration.
         start_spread_ms: Flows start at seeded times in ``[0, start_spread_ms)``.
+        start_jitter_ms: When positive, each flow's ``start_jitter``: the run
+            adds a delay in ``[0, start_jitter_ms)`` drawn from its seed.
         seed: Seeds the start times and is the scenario's own seed.
         header: Comment lines (without ``#``) written first.
 
@@ -473,6 +478,8 @@ def peers_scenario(
     """
     if kind not in ("media", "tfrc"):
         raise ValueError(f"kind must be media or tfrc, not {kind!r}")
+    if start_jitter_ms < 0:
+        raise ValueError(f"start_jitter_ms must be >= 0, not {start_jitter_ms}")
     if kind == "tfrc":
         cc = "tfrc"
     if len(set(peers)) != len(peers) or server in peers:
@@ -518,6 +525,8 @@ def peers_scenario(
         if kind == "media":
             lines.append(f'cc = "{cc}"')
         lines += [f'path = "to-n{p}"', f'start = "{start_ms}ms"']
+        if start_jitter_ms > 0:
+            lines.append(f'start_jitter = "{start_jitter_ms}ms"')
         if kind == "media":
             if cc == "svc-probing":
                 lines.append(f"cc_config = {_SVC_CC_CONFIG}")

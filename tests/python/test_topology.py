@@ -209,6 +209,7 @@ def test_every_route_starts_on_the_server_access_link(peers: int) -> None:
     assert [f["path"] for f in flows] == [p["name"] for p in paths]
     assert all(f["kind"] == "media" and f["cc"] == "svc-probing" for f in flows)
     assert all(0 <= int(f["start"].removesuffix("ms")) < 5000 for f in flows)
+    assert all("start_jitter" not in f for f in flows)
     assert all(f["cc_config"]["threshold_fs_high"] == 0.63 for f in flows)
     # The layered encoder: 20 layers of 100 kbps, up to 2 Mbps (§4.2).
     assert all(f["encoder"]["kind"] == "svc" for f in flows)
@@ -238,6 +239,27 @@ def test_the_scenario_runs_with_tfrc() -> None:
     assert all(f["goodput_kbps"] > 0 for f in result.summary["flows"])
     with pytest.raises(ValueError, match="kind must be media or tfrc"):
         peers_scenario(t, server, chosen, name="t", kind="tcp")
+
+
+def test_start_jitter_makes_tfrc_runs_differ_by_seed() -> None:
+    # Greedy TFRC flows draw nothing at random: without start_jitter two seeds
+    # run the same; with it each run starts the flows at its own times.
+    t, server, chosen, _ = written(4)
+    fixed = tomllib.loads(peers_scenario(t, server, chosen, name="t", kind="tfrc", duration="10s"))
+    jittered = tomllib.loads(
+        peers_scenario(
+            t, server, chosen, name="t", kind="tfrc", duration="10s", start_jitter_ms=3000
+        )
+    )
+    assert all(f["start_jitter"] == "3000ms" for f in jittered["flow"])
+
+    def goodputs(scenario: dict[str, Any], seed: int) -> list[float]:
+        return [f["goodput_kbps"] for f in rtcc.run(scenario, seed=seed).summary["flows"]]
+
+    assert goodputs(fixed, 1) == goodputs(fixed, 2)
+    assert goodputs(jittered, 1) != goodputs(jittered, 2)
+    with pytest.raises(ValueError, match="start_jitter_ms"):
+        peers_scenario(t, server, chosen, name="t", start_jitter_ms=-1)
 
 
 def test_table2_files_are_what_the_script_writes(tmp_path: Path) -> None:

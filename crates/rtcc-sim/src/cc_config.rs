@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
-use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, ProbeSuccess, Search};
+use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, ProbeSuccess, RttProbeLoss, Search};
 use rtcc_core::cc::tfrc::TimeoutRule;
 use rtcc_core::cc::{
     BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
@@ -582,6 +582,7 @@ pub(crate) fn cc_config(
                 "loss_window",
                 "loss_min_packets",
                 "rtt_close",
+                "rtt_probe_loss",
                 "pacing_gain",
                 "train_timeout",
                 "reestimate_interval",
@@ -640,6 +641,11 @@ pub(crate) fn cc_config(
             set(&mut c.loss_window, k.duration("loss_window")?);
             set(&mut c.loss_min_packets, k.count("loss_min_packets")?);
             set(&mut c.rtt_close, k.number("rtt_close")?);
+            let needs = [
+                ("measured", RttProbeLoss::Measured),
+                ("assumed", RttProbeLoss::Assumed),
+            ];
+            set(&mut c.rtt_probe_loss, k.choice("rtt_probe_loss", &needs)?);
             set(&mut c.pacing_gain, k.number("pacing_gain")?);
             set(&mut c.train_timeout, k.duration("train_timeout")?);
             set(

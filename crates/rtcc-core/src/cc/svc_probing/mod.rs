@@ -84,6 +84,18 @@ pub enum ProbeSuccess {
     ReceivedRate,
 }
 
+/// When eq. 15's "loss rate in normal periods is less than threshold_PLR"
+/// holds (design note, I6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RttProbeLoss {
+    /// The loss rate has been measured over a whole `loss_window` of this
+    /// normal period and is below threshold_PLR.
+    Measured,
+    /// Also when no loss rate is measured yet (as before I6's change: right
+    /// after a drop, when the RTT falls back, a probe starts at once).
+    Assumed,
+}
+
 /// Configuration of [`SvcProbing`] (design note, "Parameters").
 #[derive(Debug, Clone, PartialEq)]
 pub struct SvcProbingConfig {
@@ -126,6 +138,8 @@ pub struct SvcProbingConfig {
     pub loss_min_packets: usize,
     /// "Close to RTT_min" of eq. 15, as a fraction of RTT_min, at least 2 ms (I6).
     pub rtt_close: f64,
+    /// Whether eq. 15 needs a measured loss rate (I6).
+    pub rtt_probe_loss: RttProbeLoss,
     /// Pacing rate in normal periods, × the subscribed rate (I8).
     pub pacing_gain: f64,
     /// A train not fully reported this long (or two smoothed RTTs, if
@@ -159,6 +173,7 @@ impl Default for SvcProbingConfig {
             loss_window: Duration::from_secs(1),
             loss_min_packets: 20,
             rtt_close: 0.1,
+            rtt_probe_loss: RttProbeLoss::Measured,
             pacing_gain: 1.25,
             train_timeout: Duration::from_secs(1),
             reestimate_interval: Duration::ZERO,
@@ -587,7 +602,9 @@ impl SvcProbing {
             return;
         }
         // Eq. 15 (I6): RTT back near RTT_min after having risen, with the
-        // loss rate under threshold_PLR (or not measurable yet).
+        // loss rate of this normal period measured and under threshold_PLR
+        // (or, with `RttProbeLoss::Assumed`, not measurable yet).
+        let loss_ok = p.is_some() || self.config.rtt_probe_loss == RttProbeLoss::Assumed;
         if let (Some(rtt), Some(min)) = (self.rtt, self.rtt_min) {
             let close = min
                 + min
@@ -595,7 +612,7 @@ impl SvcProbing {
                     .max(Duration::from_millis(2));
             if rtt > close {
                 self.rtt_was_high = true;
-            } else if self.rtt_was_high {
+            } else if self.rtt_was_high && loss_ok {
                 self.rtt_was_high = false;
                 self.start_probe(now);
             }

@@ -369,32 +369,78 @@ fn a_successful_probe_adds_a_layer_and_a_failed_one_gives_it_back() {
     assert!((ratio - 1.55).abs() < 0.01, "backoff ratio {ratio}");
 }
 
-#[test]
-fn rtt_back_near_its_minimum_probes_at_once() {
-    // Eq. 15: after a stretch of raised RTT, the first RTT back near
-    // RTT_min starts a probe long before t expires.
-    let c = SvcProbingConfig {
-        initial_probe: InitialProbe::Rate(Bitrate::kbps(1000)),
-        probe_backoff_max: Duration::from_secs(10),
-        ..config()
-    };
+/// Runs a normal period from the end of the start phase, with 30 ms of
+/// extra delay on packets sent in [`bump_from`, `bump_from` + 0.5 s) and no
+/// timed probe; returns when the first probe started, if one did by 3 s
+/// after the bump, the bump's end, and the normal period's start.
+fn probe_after_an_rtt_bump(
+    c: SvcProbingConfig,
+    bump_from: Duration,
+) -> (Option<Instant>, Instant, Instant) {
     let mut h = Harness::new(c, Bitrate::mbps(5));
     h.until_start_done();
     assert_eq!(h.cc.phase, Phase::Normal);
     h.cc.next_probe = Some(Instant::from_secs(100));
-    // 30 ms of extra delay on packets sent in the next 0.5 s.
-    let bump_end = h.now + Duration::from_millis(500);
-    h.bump = Some((h.now, bump_end, Duration::from_millis(30)));
+    let normal_from = h.now;
+    let from = h.now + bump_from;
+    let bump_end = from + Duration::from_millis(500);
+    h.bump = Some((from, bump_end, Duration::from_millis(30)));
     let mut probed_at = None;
-    while h.now < Instant::from_secs(3) && probed_at.is_none() {
+    while h.now < bump_end + Duration::from_secs(3) && probed_at.is_none() {
         h.run_until(h.now + Duration::from_millis(5));
         if h.cc.phase == Phase::Probing {
             probed_at = Some(h.now);
         }
     }
+    (probed_at, bump_end, normal_from)
+}
+
+fn eq15_config(needs: RttProbeLoss) -> SvcProbingConfig {
+    SvcProbingConfig {
+        initial_probe: InitialProbe::Rate(Bitrate::kbps(1000)),
+        probe_backoff_max: Duration::from_secs(10),
+        rtt_probe_loss: needs,
+        ..config()
+    }
+}
+
+#[test]
+fn rtt_back_near_its_minimum_probes_at_once() {
+    // Eq. 15: once the normal period's loss rate is measured (a 1 s window)
+    // and under threshold_PLR, the first RTT back near RTT_min after a
+    // stretch of raised RTT starts a probe long before t expires.
+    let (probed_at, bump_end, _) = probe_after_an_rtt_bump(
+        eq15_config(RttProbeLoss::Measured),
+        Duration::from_millis(1500),
+    );
     // The first packet sent after the bump comes back one RTT (about 40 ms)
     // and one report interval later.
     let at = probed_at.expect("a probe on the RTT's return");
+    let after = at.saturating_duration_since(bump_end).as_millis_f64();
+    assert!(
+        at > bump_end && after < 150.0,
+        "probe {after} ms after the bump"
+    );
+}
+
+#[test]
+fn an_rtt_return_before_the_loss_rate_is_measured_waits_for_it() {
+    // I6: the same bump at the start of the normal period, before its
+    // loss window is full. With `Measured` the RTT's return probes only
+    // once the 1 s window is full (until then "loss rate less than
+    // threshold_PLR" is not known); with `Assumed` it probes at once.
+    let (measured, bump_end, normal_from) =
+        probe_after_an_rtt_bump(eq15_config(RttProbeLoss::Measured), Duration::ZERO);
+    let at = measured.expect("a probe once the loss rate is measured");
+    let window = at.saturating_duration_since(normal_from).as_millis_f64();
+    assert!(
+        (1000.0..1150.0).contains(&window),
+        "probe {window} ms into the normal period"
+    );
+    let (assumed, bump_end_b, _) =
+        probe_after_an_rtt_bump(eq15_config(RttProbeLoss::Assumed), Duration::ZERO);
+    assert_eq!(bump_end, bump_end_b);
+    let at = assumed.expect("a probe on the RTT's return");
     let after = at.saturating_duration_since(bump_end).as_millis_f64();
     assert!(
         at > bump_end && after < 150.0,
