@@ -18,6 +18,15 @@
 //! it like media; it never reaches the media path, the reception statistics of
 //! the media stream or the NACK requester.
 //!
+//! Media padded for a packet train (RTP padding in a media packet, module doc
+//! of `wire::media`, "Media padding") needs nothing of its own here: the
+//! parser strips the padding, so the player gets the payload the sender
+//! packetised (the frame's size and `payload_received`, the goodput, leave
+//! the padding out), while the bytes received (`ReceiverSession::on_packet`'s
+//! `wire_size`, the datagram + IPv4 + UDP) count it, as the simulator's
+//! receiver counts the padded size the sender charged. The congestion
+//! feedback reports arrival times only, so it is the same either way.
+//!
 //! The receiver locks onto the first media stream (SSRC) whose packet passes
 //! every check (payload type and the extensions the session needs), and
 //! onto the first retransmission stream after it, and answers the address
@@ -1170,6 +1179,65 @@ mod tests {
             "{block:?}"
         );
         assert_eq!(block.extended_highest_seq, 2);
+    }
+
+    #[test]
+    fn padded_media_counts_on_the_wire_but_not_as_payload() {
+        // svc-probing's start-phase trains pad media to the train's packet
+        // size (send.rs, wire/media.rs "Media padding"): frame 0 is two
+        // packets of 100 B and 0 B of payload, each padded to 1000 B on the
+        // wire (the second with extension-block filler too).
+        let mut rx = Rx::new();
+        let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let own = wire::rtp_overhead(&rx.cfg) as u64;
+        let ntp = rx.clock.ntp_of(Instant::ZERO);
+        for (index, payload) in [(0u32, 100u64), (1, 0)] {
+            let tx = Transmit {
+                seq: u64::from(index),
+                media_seq: u64::from(index),
+                kind: rtcc_core::PacketKind::Media,
+                packet: MediaPacket {
+                    frame_id: 0,
+                    frame_type: FrameType::Key,
+                    capture_time: Instant::ZERO,
+                    index,
+                    count: 2,
+                    last_in_frame: index == 1,
+                    payload: Bytes::new(payload),
+                    wire_size: Bytes::new(1000),
+                    layer: 0,
+                    layer_end: false,
+                },
+                send_time: Instant::ZERO,
+            };
+            let mut d = Vec::new();
+            wire::encode_media(&rx.cfg, &tx, ntp, None, &mut d).unwrap();
+            assert_eq!(d.len() as u64 + IP_UDP_HEADERS, 1000);
+            assert!(1000 > own + payload, "padded");
+            assert!(rx.raw(&d, from, Instant::from_millis(1 + u64::from(index))));
+        }
+        // Both are media (the empty one too), none is padding-only.
+        assert_eq!((rx.stats.media_packets, rx.stats.padding_packets), (2, 0));
+        assert_eq!(rx.stats.malformed, 0);
+        let st = *rx.session.stats();
+        // The bytes received are the datagrams' (what the sender charged);
+        // the payload is the media's only, as in the simulator.
+        assert_eq!(st.bytes_received, 2000, "{st:?}");
+        assert_eq!(st.payload_received, 100, "{st:?}");
+        let mut frames = Vec::new();
+        for ms in (0..1_000).step_by(10) {
+            rx.session.on_timeout(Instant::from_millis(ms));
+            while let Some(f) = rx.session.poll_frame() {
+                frames.push(f);
+            }
+        }
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert_eq!(frames[0].size, Bytes::new(100));
+        assert!(frames[0].displayed.is_some(), "{frames:?}");
+        assert_eq!(
+            rx.session.player().stats().delivered_payload,
+            Bytes::new(100)
+        );
     }
 
     #[test]

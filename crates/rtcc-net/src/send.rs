@@ -11,8 +11,12 @@
 //! is on (`SenderSession::enable_probe_padding`, as in the simulator): a
 //! controller's bandwidth probe with no media to send is filled with
 //! padding-only RTP packets on the RTX stream ([`wire::encode_padding`]),
-//! each as large as the session charged for. Datagrams from anyone but the
-//! peer, and anything that does not parse, are dropped and counted.
+//! each as large as the session charged for. Media padding is on too
+//! (`SenderSession::enable_media_padding`): a packet train that asks for
+//! equal sizes (svc-probing's start phase) has its media packets padded up to
+//! the train's packet size with RTP padding ([`wire::encode_media`]).
+//! Datagrams from anyone but the peer, and anything that does not parse, are
+//! dropped and counted.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -138,6 +142,13 @@ pub struct SendStats {
     /// Padding-only datagrams sent for the controller's bandwidth probes
     /// (on the RTX stream; in `datagrams_sent` too).
     pub padding_sent: u64,
+    /// Media datagrams (first transmissions) carrying media padding: a
+    /// packet train's equal-size padding (`ProbeRequest::pad_media`; in
+    /// `datagrams_sent` too).
+    pub padded_media_sent: u64,
+    /// Bytes of that padding (RTP padding and extension-block filler), in
+    /// `bytes_sent` and in the session's `padding_bytes_sent` too.
+    pub media_padding_bytes: u64,
     /// Retransmissions not sent because the H.264 source no longer holds the
     /// payload (older than its payload history).
     pub retransmissions_without_payload: u64,
@@ -329,6 +340,13 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     // Probes send padding when there is no media, as the simulator's senders
     // do (and libwebrtc's pacer): without it a probe has nothing to carry it.
     session.enable_probe_padding();
+    // A packet train that asks for equal-sized packets (svc-probing's start
+    // phase, docs/algorithms/svc-probing.md I11) gets its media packets padded
+    // to the train's size, as in the simulator: `wire::encode_media` writes
+    // the padding the session adds to `wire_size` as RTP padding, so the
+    // datagram is the size charged (the packetizer charges `rtp_overhead`,
+    // so an unpadded packet's `wire_size` is exactly its own size).
+    session.enable_media_padding();
     let mut out = Outputs::open(config.out_dir.as_deref())?;
     let end = config.duration.map(|d| start + d);
 
@@ -353,6 +371,8 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     // media packets then go out `media_offset` numbers later than the
     // session counts them (no NACK can name them: recovery is off).
     let pad_on_media = config.media.sender.recovery.is_none();
+    // A media datagram's size beyond its payload, unpadded.
+    let media_header = wire::rtp_overhead(&config.wire) - wire::IPV4_HEADER - wire::UDP_HEADER;
     let mut media_offset: u64 = 0;
     let mut next_media_seq: u64 = 0;
 
@@ -414,9 +434,22 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     tx.seq
                 )));
             }
-            let sent = send_datagram(&sock, &tx_buf, config.to, &mut stats).await;
-            if sent && tx.kind == PacketKind::Retransmission {
-                stats.retransmissions_sent += 1;
+            if !send_datagram(&sock, &tx_buf, config.to, &mut stats).await {
+                continue;
+            }
+            match tx.kind {
+                PacketKind::Retransmission => stats.retransmissions_sent += 1,
+                PacketKind::Media => {
+                    // What `encode_media` wrote beyond the packet's own size.
+                    let own = media_header + tx.packet.payload.get() as usize;
+                    let padding = tx_buf.len().saturating_sub(own);
+                    if padding > 0 {
+                        stats.padded_media_sent += 1;
+                        stats.media_padding_bytes += padding as u64;
+                    }
+                }
+                // Padding went out above; FEC is not sent here.
+                PacketKind::Padding | PacketKind::Fec => {}
             }
         }
         if now >= next_report {

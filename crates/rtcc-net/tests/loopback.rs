@@ -170,6 +170,142 @@ fn gcc_through_the_emulator_tracks_a_one_megabit_link() {
     assert!(emu.forward.datagrams_out > 500, "{:?}", emu.forward);
 }
 
+/// What a relay between sender and receiver saw of one media datagram (a
+/// first transmission) of the sender.
+#[derive(Debug, Clone, Copy)]
+struct SeenMedia {
+    len: usize,
+    payload: usize,
+    padded: bool,
+    frame_id: u32,
+}
+
+/// A UDP relay on `sock` in front of the receiver `to`, until `stop`: RTP
+/// from the sender goes to `to` (each media datagram decoded and recorded,
+/// padding-only ones counted), the receiver's RTCP back to the sender.
+fn relay(
+    sock: UdpSocket,
+    to: SocketAddr,
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<(Vec<SeenMedia>, u64, u64)> {
+    thread::spawn(move || {
+        let cfg = WireConfig::default();
+        sock.set_read_timeout(Some(std::time::Duration::from_millis(50)))
+            .unwrap();
+        let mut sender = None;
+        let (mut media, mut padding_only, mut wire_bytes) = (Vec::new(), 0u64, 0u64);
+        let mut buf = vec![0u8; 65_536];
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            let d = &buf[..n];
+            if from == to {
+                if let Some(s) = sender {
+                    let _ = sock.send_to(d, s);
+                }
+                continue;
+            }
+            sender = Some(from);
+            if let Ok(m) = rtcc_net::wire::decode_media(&cfg, d) {
+                wire_bytes += n as u64 + 28;
+                if m.padding_only {
+                    padding_only += 1;
+                } else {
+                    media.push(SeenMedia {
+                        len: n,
+                        payload: m.payload_len(),
+                        padded: d[0] & 0x20 != 0,
+                        frame_id: m.frame_info.unwrap().frame_id,
+                    });
+                }
+            }
+            let _ = sock.send_to(d, to);
+        }
+        (media, padding_only, wire_bytes)
+    })
+}
+
+#[test]
+fn svc_probing_start_trains_pad_media_to_the_train_size() {
+    // svc-probing's start phase sends trains of 30 packets of 1000 B on the
+    // wire (docs/algorithms/svc-probing.md I11); the media packets sent
+    // during one are padded to that size with RTP padding, and the receiver
+    // gets every frame with the payload the sender packetised.
+    let rx_addr = free_port();
+    let relay_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay_sock.local_addr().unwrap();
+    let dir = tempfile_dir("svc-padding");
+    let stop_relay = Arc::new(AtomicBool::new(false));
+    let seen = relay(relay_sock, rx_addr, stop_relay.clone());
+    let rx_cfg = receiver(rx_addr, 3, Some(dir.clone()));
+    let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
+    thread::sleep(std::time::Duration::from_millis(200));
+    let tx = send::run_blocking(
+        sender(relay_addr, "svc-probing", 2),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    let rx = rx.join().unwrap().unwrap();
+    stop_relay.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (media, padding_only, wire_bytes) = seen.join().unwrap();
+
+    // The sender padded media, and wrote as much padding as it counted.
+    let padded: Vec<_> = media.iter().filter(|m| m.padded).collect();
+    eprintln!(
+        "media datagrams {} ({} padded: sizes {:?}, payloads {:?}), padding-only {}, \
+         session padding {} B, media padding {} B",
+        media.len(),
+        padded.len(),
+        padded
+            .iter()
+            .map(|m| m.len)
+            .collect::<std::collections::BTreeSet<_>>(),
+        padded.iter().map(|m| m.payload).collect::<Vec<_>>(),
+        padding_only,
+        tx.session.padding_bytes_sent,
+        tx.stats.media_padding_bytes,
+    );
+    assert!(!padded.is_empty(), "{:?}", tx.stats);
+    assert_eq!(padded.len() as u64, tx.stats.padded_media_sent);
+    // A train packet is 1000 B on the wire: a 972 B datagram, whatever its
+    // payload; the padding is what the payload and 68 B of headers leave.
+    assert!(padded.iter().all(|m| m.len == 1000 - 28), "{padded:?}");
+    let media_padding: usize = padded.iter().map(|m| m.len - 40 - m.payload).sum();
+    assert_eq!(media_padding as u64, tx.stats.media_padding_bytes);
+    assert!(tx.stats.media_padding_bytes < tx.session.padding_bytes_sent);
+    // Unpadded media is its own size.
+    assert!(media.iter().all(|m| m.padded || m.len == 40 + m.payload));
+    // The receiver: nothing malformed, padding counted on the wire only.
+    assert_eq!(rx.stats.malformed, 0, "{:?}", rx.stats);
+    assert_eq!(rx.stats.media_packets, media.len() as u64);
+    assert_eq!(rx.session.bytes_received, wire_bytes);
+    let payload: usize = media.iter().map(|m| m.payload).sum();
+    assert_eq!(rx.session.payload_received, payload as u64);
+    assert_eq!(tx.session.payload_sent, payload as u64);
+    // Every frame it got, padded packets or not, has the size sent.
+    let mut sent = std::collections::BTreeMap::<u64, usize>::new();
+    for m in &media {
+        *sent.entry(u64::from(m.frame_id)).or_default() += m.payload;
+    }
+    let frames = std::fs::read_to_string(dir.join("frames.csv")).unwrap();
+    let mut checked = 0;
+    let mut padded_frames = 0;
+    for line in frames.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (id, size): (u64, usize) = (f[1].parse().unwrap(), f[3].parse().unwrap());
+        assert_eq!(Some(&size), sent.get(&id), "frame {id}: {line}");
+        assert!(!f[6].is_empty(), "frame {id} not displayed: {line}");
+        checked += 1;
+        if padded.iter().any(|m| u64::from(m.frame_id) == id) {
+            padded_frames += 1;
+        }
+    }
+    eprintln!("frames checked {checked}, with padded packets {padded_frames}");
+    assert!(checked >= 50, "{checked}");
+    assert!(padded_frames > 0);
+}
+
 fn tempfile_dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("rtcc-net-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

@@ -70,18 +70,44 @@
 //! packets of 224 B each per request).
 //!
 //! [`decode_media`] recognises a padding-only packet of either payload type
-//! (P bit set and nothing left after removing the padding):
-//! [`RtpMedia::padding_only`], no OSN, an empty payload.
+//! (P bit set, nothing left after removing the padding, and no frame-info
+//! extension): [`RtpMedia::padding_only`], no OSN, an empty payload. Our
+//! media always carries frame-info, so a media packet with an empty payload
+//! that the session padded (below) is still media.
+//!
+//! # Media padding (RFC 3550 §5.1 padding in a media packet)
+//! A controller's packet train may ask for packets of equal size
+//! (`ProbeRequest::pad_media`, svc-probing's start phase): the session then
+//! adds padding to a first transmission's `packet.wire_size`
+//! (`SenderSession::enable_media_padding`). [`encode_media`] writes it: the
+//! datagram is `wire_size` less the IPv4 and UDP headers whenever that is
+//! more than the packet's own size ([`super::rtp_overhead`] + payload), the
+//! same split as a padding-only packet's: up to 255 octets of RTP padding
+//! after the payload (P bit set, the count in the last octet), and anything
+//! beyond as whole 32-bit words of zero filler after the last element of the
+//! extension block (its length counts them). The payload, the three
+//! extensions, the marker and the sequence numbers are as without padding,
+//! and a `wire_size` at or below the packet's own size (the session charges
+//! exactly [`super::rtp_overhead`], so every unpadded packet) writes the very
+//! bytes it always did. A retransmission ([`encode_rtx`]) is never padded:
+//! the session keeps its size as first sent. [`decode_media`] removes both
+//! (the walk skips the zero filler, the count removes the RTP padding), so a
+//! padded packet's payload is the one sent and the player counts no padding
+//! as payload; the receiver does count the padded datagram's full size as
+//! the bytes it received (`ReceiverSession::on_packet`'s `wire_size`), as
+//! the simulator does.
 //!
 //! # Fast path
 //! These two functions run once per media packet, so they are written by hand
-//! and allocate nothing: [`encode_media`] writes the header straight into the
-//! caller's buffer and [`decode_media`] reads it in place. The `rtp` crate's
-//! `Header` would cost four heap allocations a packet each way (a `Bytes` per
-//! extension element and the element list; measured with
-//! `bench/src/bin/rtcc-net-bench.rs`). The tests check both against the crate:
-//! the bytes written equal its `marshal`, and every field decoded, on valid
-//! and on fuzzed datagrams, equals what its `unmarshal` gives.
+//! and allocate nothing: [`encode_media`] writes the header (and any media
+//! padding) straight into the caller's buffer and [`decode_media`] reads it
+//! in place. The `rtp` crate's `Header` would cost four heap allocations a
+//! packet each way (a `Bytes` per extension element and the element list;
+//! measured with `bench/src/bin/rtcc-net-bench.rs`). The tests check both
+//! against the crate: the bytes written (unpadded) equal its `marshal`, a
+//! padded packet parses in it to the same header and payload, and every
+//! field decoded, on valid and on fuzzed datagrams, equals what its
+//! `unmarshal` gives.
 
 use rtcc_core::media::frame::FrameType;
 use rtcc_core::media::player::PacketMeta;
@@ -165,11 +191,18 @@ pub fn rtp_timestamp(capture_time: Instant, offset: u32) -> u32 {
 ///
 /// `capture_ntp` is the 64-bit NTP time of `tx.packet.capture_time` (the
 /// runtime's `Clock::ntp_of`). `payload` is the media bytes; `None` (a
-/// synthetic source) writes `tx.packet.payload` zero bytes, so the datagram is
-/// exactly as large as the simulator charges for (less the overhead
-/// difference, see [`super::rtp_overhead`]). The RTP sequence number is the
-/// low 16 bits of `tx.media_seq`; a retransmission goes out with
-/// [`encode_rtx`] instead.
+/// synthetic source) writes `tx.packet.payload` zero bytes. The RTP sequence
+/// number is the low 16 bits of `tx.media_seq`; a retransmission goes out
+/// with [`encode_rtx`] instead.
+///
+/// The datagram is the packet's own size, [`super::rtp_overhead`] + payload
+/// less the IPv4 and UDP headers, unless `tx.packet.wire_size` is larger (a
+/// media packet the session padded for a packet train): then it is exactly
+/// `wire_size` less the IPv4 and UDP headers, the difference written as RTP
+/// padding (P bit, at most [`MAX_RTP_PADDING`] octets, the count last) and,
+/// beyond that, as zero filler words in the extension block (module doc,
+/// "Media padding"). A padding that would make the extension block longer
+/// than its 16-bit length field can say is [`WireError::FieldOverflow`].
 pub fn encode_media(
     config: &WireConfig,
     tx: &Transmit,
@@ -184,7 +217,15 @@ pub fn encode_media(
         sequence: tx.media_seq as u16,
         original_seq: None,
     };
-    write_packet(config, tx, header, capture_ntp, payload, out)
+    write_packet(
+        config,
+        tx,
+        header,
+        capture_ntp,
+        payload,
+        Pad::ToWireSize,
+        out,
+    )
 }
 
 /// Writes `tx` as an RFC 4588 §4 retransmission packet into `out` (cleared
@@ -209,7 +250,8 @@ pub fn encode_rtx(
         sequence: rtx_seq,
         original_seq: Some(tx.media_seq as u16),
     };
-    write_packet(config, tx, header, capture_ntp, payload, out)
+    // The session charges a retransmission its unpadded size (plus the OSN).
+    write_packet(config, tx, header, capture_ntp, payload, Pad::Never, out)
 }
 
 /// Bytes of a padding-only packet's extension block without filler: 4 B block
@@ -282,9 +324,8 @@ fn write_padding(
         .max(MIN_PADDING_DATAGRAM);
     // Bytes after the header and the bare extension block: RTP padding, up to
     // 255, and whole words of extension-block filler for the rest.
-    let rest = len - RTP_FIXED_HEADER - PADDING_EXTENSION_BLOCK_LEN;
-    let filler_words = rest.saturating_sub(MAX_RTP_PADDING).div_ceil(4);
-    let rtp_padding = rest - 4 * filler_words;
+    let (filler_words, rtp_padding) =
+        split_padding(len - RTP_FIXED_HEADER - PADDING_EXTENSION_BLOCK_LEN);
     let block_words = u16::try_from((PADDING_EXTENSION_BLOCK_LEN - 4) / 4 + filler_words)
         .map_err(|_| WireError::FieldOverflow("padding size"))?;
     out.clear();
@@ -308,6 +349,24 @@ fn write_padding(
     Ok(out.len())
 }
 
+/// Splits `padding` bytes into whole 32-bit words of extension-block filler
+/// and RTP padding octets: all of it as RTP padding up to
+/// [`MAX_RTP_PADDING`], beyond that as few filler words as leave at most 255
+/// octets (so 252–255) of RTP padding. Returns `(filler words, RTP padding)`.
+fn split_padding(padding: usize) -> (usize, usize) {
+    let filler_words = padding.saturating_sub(MAX_RTP_PADDING).div_ceil(4);
+    (filler_words, padding - 4 * filler_words)
+}
+
+/// Whether [`write_packet`] pads the packet up to `tx.packet.wire_size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pad {
+    /// A first transmission: pad to the size the session charged.
+    ToWireSize,
+    /// A retransmission: its own size, whatever the charge.
+    Never,
+}
+
 /// The fields that tell a media packet from its retransmission.
 #[derive(Debug, Clone, Copy)]
 struct Header {
@@ -324,6 +383,7 @@ fn write_packet(
     header: Header,
     capture_ntp: u64,
     payload: Option<&[u8]>,
+    pad: Pad,
     out: &mut Vec<u8>,
 ) -> Result<usize, WireError> {
     config.validate()?;
@@ -343,13 +403,30 @@ fn write_packet(
         None => usize::try_from(p.payload.get())
             .map_err(|_| WireError::FieldOverflow("payload size"))?,
     };
+    // Media padding (module doc): what the session charged beyond the
+    // packet's own size on the wire. The session's packetizer charges
+    // exactly `rtp_overhead` (send.rs), so only a padded packet has any.
+    let padding = match pad {
+        Pad::Never => 0,
+        Pad::ToWireSize => {
+            let charged = usize::try_from(p.wire_size.get())
+                .map_err(|_| WireError::FieldOverflow("padding size"))?;
+            let own = super::rtp_overhead(config).saturating_add(payload_len);
+            charged.saturating_sub(own)
+        }
+    };
+    let (filler_words, rtp_padding) = split_padding(padding);
+    let block_len = EXTENSION_BLOCK_LEN + 4 * filler_words;
+    let block_words =
+        u16::try_from((block_len - 4) / 4).map_err(|_| WireError::FieldOverflow("padding size"))?;
     // Written by hand into `out` rather than through the rtp crate's `Header`,
     // whose extension API takes a heap-allocated `Bytes` per element (three
     // allocations a packet on the send path; module doc, "Fast path").
     out.clear();
-    out.reserve(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + RTX_OSN_LEN + payload_len);
-    // RFC 3550 §5.1: V=2, P=0, X=1 (an extension block follows), CC=0.
-    out.push(0x80 | 0x10);
+    out.reserve(RTP_FIXED_HEADER + block_len + RTX_OSN_LEN + payload_len + rtp_padding);
+    // RFC 3550 §5.1: V=2, P (padding at the end), X=1 (an extension block
+    // follows), CC=0.
+    out.push(0x80 | if rtp_padding > 0 { 0x20 } else { 0 } | 0x10);
     out.push(u8::from(p.last_in_frame) << 7 | header.payload_type);
     out.extend_from_slice(&header.sequence.to_be_bytes());
     out.extend_from_slice(
@@ -358,12 +435,13 @@ fn write_packet(
     out.extend_from_slice(&header.ssrc.to_be_bytes());
     // RFC 8285 §4.2: the 0xBEDE profile and the block length in 32-bit words.
     out.extend_from_slice(&EXTENSION_PROFILE_ONE_BYTE.to_be_bytes());
-    out.extend_from_slice(&(((EXTENSION_BLOCK_LEN - 4) / 4) as u16).to_be_bytes());
+    out.extend_from_slice(&block_words.to_be_bytes());
     push_element(out, config.transport_seq_id, &(tx.seq as u16).to_be_bytes());
     push_element(out, config.abs_capture_time_id, &capture_ntp.to_be_bytes());
     push_element(out, config.frame_info_id, &info.to_bytes());
-    // Zero padding to the 32-bit boundary (RFC 8285 §4.2: padding bytes are 0).
-    out.resize(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN, 0);
+    // Zero padding to the 32-bit boundary and any filler words after the
+    // last element (RFC 8285 §4.2: padding bytes are 0).
+    out.resize(RTP_FIXED_HEADER + block_len, 0);
     if let Some(osn) = header.original_seq {
         out.extend_from_slice(&osn.to_be_bytes());
     }
@@ -371,6 +449,11 @@ fn write_packet(
     match payload {
         Some(bytes) => out.extend_from_slice(bytes),
         None => out.resize(written + payload_len, 0),
+    }
+    if rtp_padding > 0 {
+        // RFC 3550 §5.1: padding octets, the last one the count (1..=255).
+        out.resize(out.len() + rtp_padding - 1, 0);
+        out.push(rtp_padding as u8);
     }
     Ok(out.len())
 }
@@ -409,9 +492,11 @@ pub struct RtpMedia<'a> {
     /// Payload bytes (padding removed; of a retransmission, the original
     /// payload after the OSN).
     pub payload: &'a [u8],
-    /// A padding-only packet (RFC 3550 §5.1): the P bit set and nothing left
-    /// once the padding is removed; `original_seq` is `None` and `payload`
-    /// empty. Probe padding ([`encode_padding`]), never media.
+    /// A padding-only packet (RFC 3550 §5.1): the P bit set, nothing left
+    /// once the padding is removed, and no frame-info extension (which every
+    /// media packet of ours carries, padded or not, even with an empty
+    /// payload); `original_seq` is `None` and `payload` empty. Probe padding
+    /// ([`encode_padding`]), never media.
     pub padding_only: bool,
 }
 
@@ -505,7 +590,9 @@ pub fn decode_media<'a>(
     }
     let body = &datagram[header_len..datagram.len() - padding];
     // RFC 3550 §5.1: a packet may be all padding; it has no OSN to take off.
-    let padding_only = padding > 0 && body.is_empty();
+    // One that carries frame-info is media with an empty payload, padded
+    // for a packet train (module doc, "Media padding").
+    let padding_only = padding > 0 && body.is_empty() && ext.frame_info.is_none();
     let (original_seq, payload) = if padding_only {
         (None, body)
     } else {
@@ -1029,6 +1116,230 @@ pub(crate) mod tests {
         assert_eq!(m.payload, b"ab");
     }
 
+    /// A media transmit of `payload` zero bytes that the session padded by
+    /// `padding` bytes: `wire_size` is the real overhead ([`rtp_overhead`],
+    /// what rtcc-net's session charges) + payload + padding.
+    fn padded_transmit(seq: u64, payload: u64, padding: u64) -> Transmit {
+        let mut tx = transmit(seq, payload);
+        let own = payload + rtp_overhead(&WireConfig::default()) as u64;
+        tx.packet.wire_size = B::new(own + padding);
+        tx
+    }
+
+    #[test]
+    fn media_padding_fills_the_charged_size_and_decodes_to_the_same_packet() {
+        use webrtc_util::marshal::Unmarshal;
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        let mut plain = Vec::new();
+        let mut filled = 0;
+        for payload_len in [0usize, 3, 417, 1200] {
+            let payload: Vec<u8> = (0..payload_len).map(|i| (i % 251) as u8 + 1).collect();
+            // 583: a 417 B layer packet's payload grown to 1000 B; 515: the
+            // same packet padded to svc-probing's 1000 B train packet on the
+            // wire (417 + 68 + 515); 20 000: far beyond a UDP-over-Ethernet MTU.
+            for padding in [
+                0usize, 1, 2, 3, 4, 254, 255, 256, 257, 258, 259, 260, 515, 583, 1200, 20_000,
+            ] {
+                let what = format!("payload {payload_len}, padding {padding}");
+                let tx = padded_transmit(9, payload_len as u64, padding as u64);
+                let n = encode_media(&cfg, &tx, 0x0102_0304_0506_0708, Some(&payload), &mut buf)
+                    .unwrap();
+                // Exactly the charge less IPv4 and UDP.
+                assert_eq!(n, buf.len(), "{what}");
+                let charged = tx.packet.wire_size.get() as usize - IPV4_HEADER - UDP_HEADER;
+                assert_eq!(n, charged, "{what}");
+                assert_eq!(
+                    n,
+                    RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + payload_len + padding
+                );
+                // The same packet unpadded: the session's charge of its own size.
+                let unpadded = padded_transmit(9, payload_len as u64, 0);
+                encode_media(
+                    &cfg,
+                    &unpadded,
+                    0x0102_0304_0506_0708,
+                    Some(&payload),
+                    &mut plain,
+                )
+                .unwrap();
+                assert_eq!(
+                    plain,
+                    crate_encode(&cfg, &unpadded, 0x0102_0304_0506_0708, &payload),
+                    "{what}"
+                );
+                let block = 4 * usize::from(be16(&buf, 14)) + 4;
+                if padding == 0 {
+                    assert_eq!(buf, plain, "{what}: no padding is the unpadded packet");
+                    assert_eq!(buf[0] & 0x20, 0, "{what}");
+                } else {
+                    // P bit; the last octet counts the RTP padding, 1..=255.
+                    assert_eq!(buf[0] & 0x20, 0x20, "{what}");
+                    let pad = usize::from(buf[n - 1]);
+                    assert!((1..=MAX_RTP_PADDING).contains(&pad), "{what}: {pad}");
+                    // The extension block's length covers its filler words,
+                    // and header + block + payload + RTP padding is all.
+                    assert_eq!(RTP_FIXED_HEADER + block + payload_len + pad, n, "{what}");
+                    assert_eq!(block - EXTENSION_BLOCK_LEN + pad, padding, "{what}");
+                    assert_eq!((block - EXTENSION_BLOCK_LEN) % 4, 0, "{what}");
+                    if block > EXTENSION_BLOCK_LEN {
+                        filled += 1;
+                        assert!(pad >= MAX_RTP_PADDING - 3, "{what}: {pad}");
+                    } else {
+                        assert_eq!(pad, padding, "{what}");
+                    }
+                    // Filler and padding octets are zero.
+                    let body = RTP_FIXED_HEADER + block;
+                    assert!(buf[RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN..body]
+                        .iter()
+                        .all(|&b| b == 0));
+                    assert!(buf[body + payload_len..n - 1].iter().all(|&b| b == 0));
+                    // Without P bit, filler and padding, the unpadded packet.
+                    let mut stripped = buf[..RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN].to_vec();
+                    stripped[0] &= !0x20;
+                    stripped[14..16].copy_from_slice(&plain[14..16]);
+                    stripped.extend_from_slice(&buf[body..body + payload_len]);
+                    assert_eq!(stripped, plain, "{what}");
+                }
+                // Decoded: every field of the unpadded packet, the payload
+                // without padding, and not padding-only (even when empty).
+                let m = decode_media(&cfg, &buf).unwrap();
+                assert_eq!(m, decode_media(&cfg, &plain).unwrap(), "{what}");
+                assert_eq!(m.payload, &payload[..], "{what}");
+                assert!(!m.padding_only, "{what}");
+                assert_eq!(m.transport_seq, Some(9), "{what}");
+                assert_eq!(m.capture_ntp, Some(0x0102_0304_0506_0708), "{what}");
+                assert!(m.marker, "{what}");
+                assert_eq!(m.frame_info.unwrap().frame_id, 0x2345_6789, "{what}");
+                let meta = m
+                    .packet_meta(&mut Unwrapper::<32>::new(), |_| Instant::ZERO)
+                    .unwrap();
+                assert_eq!(meta.payload, B::new(payload_len as u64), "{what}");
+                // The rtp crate reads the same header, elements and payload.
+                let p = rtp::packet::Packet::unmarshal(&mut &buf[..]).unwrap();
+                let q = rtp::packet::Packet::unmarshal(&mut &plain[..]).unwrap();
+                assert_eq!(p.header.padding, padding > 0, "{what}");
+                assert_eq!(&p.payload[..], &payload[..], "{what}");
+                assert_eq!(p.header.extensions, q.header.extensions, "{what}");
+                assert_eq!(
+                    (
+                        p.header.marker,
+                        p.header.sequence_number,
+                        p.header.timestamp
+                    ),
+                    (
+                        q.header.marker,
+                        q.header.sequence_number,
+                        q.header.timestamp
+                    ),
+                    "{what}"
+                );
+                assert_eq!(p.header.ssrc, cfg.media_ssrc, "{what}");
+            }
+        }
+        assert_eq!(filled, 4 * 9, "paddings beyond 255 B use filler");
+    }
+
+    #[test]
+    fn media_padding_is_written_for_synthetic_payloads_too() {
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        // A 100 B synthetic packet padded to 1000 B on the wire.
+        let tx = padded_transmit(3, 100, 1000 - 168);
+        let n = encode_media(&cfg, &tx, 7, None, &mut buf).unwrap();
+        assert_eq!(n, 1000 - IPV4_HEADER - UDP_HEADER);
+        let m = decode_media(&cfg, &buf).unwrap();
+        assert_eq!(m.payload_len(), 100);
+        assert!(m.payload.iter().all(|&b| b == 0));
+        // One byte over the packet's own size is one octet of RTP padding.
+        let n = encode_media(&cfg, &padded_transmit(3, 100, 1), 7, None, &mut buf).unwrap();
+        assert_eq!((n, buf[0] & 0x20, buf[n - 1]), (141, 0x20, 1));
+        assert_eq!(decode_media(&cfg, &buf).unwrap().payload_len(), 100);
+    }
+
+    #[test]
+    fn a_charge_at_or_below_the_own_size_writes_the_unpadded_packet() {
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        // The core's default 48 B charge (below the real 68 B), the real
+        // charge, and nothing at all: the same bytes as the rtp crate's.
+        for wire in [0u64, 1, 100 + 48, 100 + 67, 100 + 68] {
+            let mut tx = transmit(4, 100);
+            tx.packet.wire_size = B::new(wire);
+            let n = encode_media(&cfg, &tx, 5, Some(&[0xAB; 100]), &mut buf).unwrap();
+            assert_eq!(n, 140, "wire {wire}");
+            assert_eq!(buf, crate_encode(&cfg, &tx, 5, &[0xAB; 100]), "wire {wire}");
+        }
+    }
+
+    #[test]
+    fn retransmissions_are_never_padded() {
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        // Even if a retransmission were charged a train's size, it keeps its
+        // own: the OSN and the original payload.
+        let mut tx = padded_transmit(4, 100, 500);
+        tx.kind = rtcc_core::PacketKind::Retransmission;
+        let n = encode_rtx(&cfg, &tx, 1, 5, None, &mut buf).unwrap();
+        assert_eq!(
+            n,
+            RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + RTX_OSN_LEN + 100
+        );
+        assert_eq!(buf[0] & 0x20, 0);
+        let m = decode_media(&cfg, &buf).unwrap();
+        assert_eq!((m.original_seq, m.payload_len()), (Some(4), 100));
+    }
+
+    #[test]
+    fn media_padding_beyond_the_extension_length_field_is_an_error() {
+        let cfg = WireConfig::default();
+        let mut buf = Vec::new();
+        // The block length is 16 bits of words: 6 words are the elements,
+        // so 65 529 filler words (plus up to 255 B of RTP padding) is the most.
+        let most = 4 * (usize::from(u16::MAX) - 6) + MAX_RTP_PADDING;
+        let n = encode_media(&cfg, &padded_transmit(1, 0, most as u64), 0, None, &mut buf);
+        assert_eq!(n, Ok(RTP_FIXED_HEADER + EXTENSION_BLOCK_LEN + most));
+        assert_eq!(be16(&buf, 14), u16::MAX);
+        assert_eq!(decode_media(&cfg, &buf).unwrap().payload_len(), 0);
+        assert_eq!(
+            encode_media(
+                &cfg,
+                &padded_transmit(1, 0, most as u64 + 1),
+                0,
+                None,
+                &mut buf
+            ),
+            Err(WireError::FieldOverflow("padding size"))
+        );
+    }
+
+    #[test]
+    fn media_padding_writes_into_the_buffer_without_growing_it() {
+        // The fast path allocates nothing: a send buffer of send.rs's 2048 B
+        // takes a padded full-size packet as it is.
+        let cfg = WireConfig::default();
+        let mut buf: Vec<u8> = Vec::with_capacity(2048);
+        let (ptr, cap) = (buf.as_ptr(), buf.capacity());
+        for (payload, padding) in [(417, 515), (0, 1200), (1200, 0), (10, 255)] {
+            encode_media(
+                &cfg,
+                &padded_transmit(1, payload, padding),
+                0,
+                None,
+                &mut buf,
+            )
+            .unwrap();
+            assert_eq!((buf.as_ptr(), buf.capacity()), (ptr, cap));
+            // Into an empty buffer: the one reservation up front holds the
+            // whole datagram, padding included (a growth on the way would
+            // at least double the capacity).
+            let mut fresh = Vec::new();
+            let tx = padded_transmit(1, payload, padding);
+            let n = encode_media(&cfg, &tx, 0, None, &mut fresh).unwrap();
+            assert!(fresh.capacity() <= n + RTX_OSN_LEN, "{payload}, {padding}");
+        }
+    }
+
     /// The datagram the `rtp` crate writes for `tx` (the encoder this module
     /// used before its fast path), the reference for [`encode_media`].
     fn crate_encode(cfg: &WireConfig, tx: &Transmit, ntp: u64, payload: &[u8]) -> Vec<u8> {
@@ -1108,7 +1419,7 @@ pub(crate) mod tests {
             return Err(e);
         }
         let payload = &d[header_len..d.len() - padding];
-        let padding_only = h.padding && payload.is_empty();
+        let padding_only = h.padding && payload.is_empty() && ours.frame_info.is_none();
         // RFC 4588 §4, read independently of `split_rtx`.
         let (original_seq, payload) = if padding_only {
             (None, payload)
@@ -1193,6 +1504,13 @@ pub(crate) mod tests {
         samples.push(buf.clone());
         for size in [120, 500] {
             encode_padding(&cfg, &padding_transmit(6, size), 78, &mut buf).unwrap();
+            samples.push(buf.clone());
+        }
+        // Media padded by RTP padding alone, with extension-block filler, and
+        // an empty payload padded (media, not padding-only: it has frame-info).
+        for (payload, padding) in [(20, 30), (20, 300), (0, 7)] {
+            let tx = padded_transmit(8, payload, padding);
+            encode_media(&cfg, &tx, 7, None, &mut buf).unwrap();
             samples.push(buf.clone());
         }
         // Two-byte profile (RFC 8285 §4.3): 0x1000, id 1 len 2, id 3 len 9, padding.
