@@ -199,6 +199,15 @@ pub trait CongestionController {
     fn poll_probe(&mut self, _now: Instant) -> Option<ProbeRequest> {
         None
     }
+    /// The layer plan of a controller that decides which SVC layers and
+    /// repair streams a layered sender transmits, not only a rate
+    /// ([`LayerPlan`](crate::media::svc::LayerPlan); the CDM of
+    /// papers/cdm-scalable-video.txt). A layered encoder follows the plan
+    /// when there is one and maps [`target_bitrate`](Self::target_bitrate)
+    /// with its adapter otherwise. The default: no plan.
+    fn layer_plan(&self) -> Option<crate::media::svc::LayerPlan> {
+        None
+    }
     /// Names of the state variables [`trace`](Self::trace) reports, in the
     /// paper's vocabulary, each at most once per call (the design note
     /// `docs/algorithms/<name>.md`, "What it traces", gives their meaning).
@@ -418,6 +427,9 @@ impl CongestionController for Controller {
     }
     fn poll_probe(&mut self, now: Instant) -> Option<ProbeRequest> {
         dispatch!(self, c => c.poll_probe(now))
+    }
+    fn layer_plan(&self) -> Option<crate::media::svc::LayerPlan> {
+        dispatch!(self, c => c.layer_plan())
     }
     fn trace_variables(&self) -> &'static [&'static str] {
         dispatch!(self, c => c.trace_variables())

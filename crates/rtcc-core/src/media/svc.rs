@@ -230,9 +230,72 @@ impl LayerAdapter for CumulativeAdapter {
     }
 }
 
+/// What a layered sender transmits when its controller decides more than a
+/// rate (papers/cdm-scalable-video.txt §III, §VI): the data layers (priority
+/// IDs) 1..=`layers`, and a repair stream for each of the layers
+/// 1..=`protected` (`protected` ≤ `layers`). A layer's repair stream carries
+/// one repair packet per data packet of that layer, as large, so a data
+/// packet is recovered when either it or its repair arrives (a rate-1/2
+/// code; over a single packet XOR parity is the packet itself). The rate is
+/// therefore (`layers` + `protected`) layer steps on a uniform ladder:
+/// "PID1 + FEC for a rate of 20 %; or PID1 + FEC + PID2 for a rate of 30 %"
+/// (§VI), and Responsible Aggression's "copies of the same PID" are its
+/// repair stream. Controllers that only set a rate have no plan
+/// ([`CongestionController::layer_plan`](crate::cc::CongestionController::layer_plan)
+/// returns `None`) and the encoder maps their target with its
+/// [`LayerAdapter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LayerPlan {
+    /// Data layers sent, 1..=`layers`.
+    pub layers: usize,
+    /// Layers 1..=`protected` also send a repair stream (≤ `layers`).
+    pub protected: usize,
+}
+
+impl LayerPlan {
+    /// Data layers only.
+    pub fn data(layers: usize) -> Self {
+        LayerPlan {
+            layers,
+            protected: 0,
+        }
+    }
+
+    /// The plan's wire rate on `ladder`: the data layers' cumulative rate
+    /// plus the protected layers' (their repair streams).
+    pub fn rate(&self, ladder: &LayerLadder) -> Bitrate {
+        let layers = self.layers.min(ladder.len());
+        let protected = self.protected.min(layers);
+        ladder.rate(layers) + ladder.rate(protected)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_costs_its_data_layers_plus_their_repair_streams() {
+        let ladder = LayerLadder::uniform(10, Bitrate::kbps(70)).unwrap();
+        // §VI: PID1 + FEC = 20 %, PID1 + FEC + PID2 = 30 % of 700 kbps.
+        let retreat = LayerPlan {
+            layers: 1,
+            protected: 1,
+        };
+        assert_eq!(retreat.rate(&ladder), Bitrate::kbps(140));
+        let wider = LayerPlan {
+            layers: 2,
+            protected: 1,
+        };
+        assert_eq!(wider.rate(&ladder), Bitrate::kbps(210));
+        assert_eq!(LayerPlan::data(10).rate(&ladder), Bitrate::kbps(700));
+        // Out-of-range counts are clamped to the ladder and to the data layers.
+        let odd = LayerPlan {
+            layers: 12,
+            protected: 15,
+        };
+        assert_eq!(odd.rate(&ladder), Bitrate::kbps(1400));
+    }
 
     #[test]
     fn the_default_ladder_is_twenty_layers_of_100_kbps() {
