@@ -859,6 +859,51 @@ def test_unknown_experiment_keys_and_estimate_flows_are_named(tmp_path: Path) ->
         reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
 
 
+def test_traced_flows_are_named_and_need_windows(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    spec = tomllib.loads((folder / "paper.toml").read_text())
+    spec["experiment"][0]["trace"] = ["nope"]
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"experiment\[0\]: key `trace`: no flow named `nope`"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    spec["experiment"][0]["trace"] = 3
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"key `trace`: expected a flow name"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+
+
+def test_trace_window_metrics_time_each_mode() -> None:
+    import polars as pl
+
+    from rtcc.reproduce.metrics import metric_value, trace_window_metrics
+
+    # mode 0 until 3 s, 1 from 3 s, 2 from 5 s; a fractional variable too.
+    rows = []
+    for i in range(10):
+        t = float(i)
+        rows.append((t, "cdm", "mode", 0.0 if t < 3 else 1.0 if t < 5 else 2.0))
+        rows.append((t, "cdm", "loss", 0.01 * i))
+        rows.append((t, "other", "mode", 7.0))
+    trace = pl.DataFrame(rows, schema=["time_s", "flow", "variable", "value"], orient="row")
+    got = trace_window_metrics(trace, {"all": (0.0, 10.0), "late": (4.0, 10.0)}, ["cdm"])
+    cc = got["all"]["cdm"]["cc"]
+    assert cc["first"]["mode"] == {"0": 0.0, "1": 3.0, "2": 5.0}
+    assert cc["share"]["mode"] == {"0": 0.3, "1": 0.2, "2": 0.5}
+    assert cc["mode_max"] == 2.0
+    assert cc["mode_min"] == 0.0
+    assert cc["loss"] == pytest.approx(0.045)
+    # A fractional variable has no first/share entries; flows not traced none.
+    assert "loss" not in cc["first"]
+    assert "other" not in got["all"]
+    assert got["late"]["cdm"]["cc"]["first"]["mode"] == {"1": 4.0, "2": 5.0}
+    summary = {"windows": got}
+    assert metric_value(summary, "windows.all.cdm.cc.first.mode.1") == 3.0
+    # A value never taken has share 0 (not missing), but no first time.
+    assert metric_value(summary, "windows.late.cdm.cc.share.mode.0") == 0.0
+    assert metric_value(summary, "windows.late.cdm.cc.first.mode.0") is None
+    assert metric_value(summary, "windows.late.cdm.cc.share.nope.0") is None
+
+
 def test_estimates_are_scored_against_the_available_bandwidth() -> None:
     import polars as pl
 

@@ -17,7 +17,12 @@ from typing import Any
 
 from rtcc._api import run
 from rtcc.reproduce.judging import VERDICTS, ClaimResult, Setting, _judge
-from rtcc.reproduce.metrics import estimate_metrics, metric_value, window_metrics
+from rtcc.reproduce.metrics import (
+    estimate_metrics,
+    metric_value,
+    trace_window_metrics,
+    window_metrics,
+)
 from rtcc.reproduce.rendering import _figures, _markdown
 from rtcc.reproduce.spec import (
     Claim,
@@ -82,10 +87,17 @@ def reproduce(
 
     def one(job: tuple[str, int, dict[str, Any], Path]) -> dict[str, Any]:
         exp = experiments[job[0]]
-        result = run(job[2], seed=job[1], out=job[3], cc_trace=exp.estimates is not None)
+        traced = exp.estimates is not None or bool(exp.trace)
+        result = run(job[2], seed=job[1], out=job[3], cc_trace=traced)
         summary = dict(result.summary)
         if exp.windows:
-            summary["windows"] = window_metrics(result.timeseries, exp.windows)
+            windows = window_metrics(result.timeseries, exp.windows)
+            if exp.trace and result.cc_trace is not None:
+                by_trace = trace_window_metrics(result.cc_trace, exp.windows, exp.trace)
+                for window, flows in by_trace.items():
+                    for flow, metrics in flows.items():
+                        windows[window].setdefault(flow, {}).update(metrics)
+            summary["windows"] = windows
         if exp.estimates is not None and result.cc_trace is not None:
             summary["estimates"] = {
                 exp.estimates: estimate_metrics(result.cc_trace, result.timeseries, exp.estimates)

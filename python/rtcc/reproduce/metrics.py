@@ -36,7 +36,13 @@ def metric_value(summary: Mapping[str, Any], path: str) -> float | None:
         if key not in node:
             # A flow's `cc_states` lists only the states it was seen in: the
             # share of any other state is 0.
-            return 0.0 if i > 0 and parts[i - 1] == "cc_states" and i == len(parts) - 1 else None
+            # Likewise a traced variable's `share` lists only the values seen.
+            last = i == len(parts) - 1
+            if last and i > 0 and parts[i - 1] == "cc_states":
+                return 0.0
+            if last and i > 1 and parts[i - 2] == "share" and isinstance(node, Mapping):
+                return 0.0
+            return None
         node = node[key]
     if isinstance(node, bool) or not isinstance(node, int | float):
         return None
@@ -87,6 +93,60 @@ def window_metrics(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]])
         if delay.len():
             table["queue_delay_ms"] = float(delay.mean())  # type: ignore[arg-type]
             table["queue_delay_ms_p95"] = float(delay.quantile(0.95))  # type: ignore[arg-type]
+        out[name] = table
+    return out
+
+
+def trace_window_metrics(
+    cc_trace: pl.DataFrame,
+    windows: Mapping[str, tuple[float, float]],
+    flows: Sequence[str],
+) -> dict[str, Any]:
+    """Metrics of each time window ``[start, end)`` from ``flows``' ``cc_trace.csv``.
+
+    For every traced variable ``v`` of a flow, under ``<window>.<flow>.cc``:
+    ``v`` (the mean of its samples in the window), ``v_min`` and ``v_max``;
+    and, for a variable whose samples in the window are all whole numbers (a
+    mode or a layer count), ``first.v.<value>`` (the first time, in seconds,
+    that ``v`` equals ``value`` in the window) and ``share.v.<value>`` (the
+    fraction of the window's samples at ``value``) for every value it takes.
+    A variable with no sample in the window has no entry. The result merges
+    into :func:`window_metrics`'s (``windows.<w>.<flow>.cc.first.mode.1``).
+    """
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    for name, (start, end) in windows.items():
+        part = cc_trace.filter(
+            (pl.col("time_s") >= start) & (pl.col("time_s") < end) & pl.col("flow").is_in(flows)
+        )
+        table: dict[str, Any] = {}
+        for flow in flows:
+            rows = part.filter(pl.col("flow") == flow)
+            if not rows.height:
+                continue
+            cc: dict[str, Any] = {"first": {}, "share": {}}
+            for (var,), group in rows.group_by(["variable"], maintain_order=True):
+                values = group["value"].cast(pl.Float64)
+                key = str(var)
+                cc[key] = float(values.mean())  # type: ignore[arg-type]
+                cc[f"{key}_min"] = float(values.min())  # type: ignore[arg-type]
+                cc[f"{key}_max"] = float(values.max())  # type: ignore[arg-type]
+                whole = group.filter(pl.col("value") == pl.col("value").round(0))
+                if whole.height != group.height:
+                    continue  # not a mode or a count
+                first: dict[str, float] = {}
+                share: dict[str, float] = {}
+                counts: dict[str, int] = {}
+                for t, v in whole.select(["time_s", "value"]).iter_rows():
+                    label = str(int(v))
+                    first.setdefault(label, float(t))
+                    counts[label] = counts.get(label, 0) + 1
+                for label, n in counts.items():
+                    share[label] = n / group.height
+                cc["first"][key] = first
+                cc["share"][key] = share
+            table[flow] = {"cc": cc}
         out[name] = table
     return out
 

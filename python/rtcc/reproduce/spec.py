@@ -173,6 +173,8 @@ class _Experiment:
     sweep: _Sweep | None = None
     # The flow whose bandwidth estimates are scored (`estimates` key).
     estimates: str | None = None
+    # Flows whose cc_trace.csv variables get window metrics (`trace` key).
+    trace: tuple[str, ...] = ()
 
     def flows_under_test(self) -> tuple[str, ...]:
         """The flows ``compare`` gives the controller, else every video flow."""
@@ -382,6 +384,7 @@ _EXPERIMENT_KEYS = frozenset(
         "flow_keys",
         "vary",
         "estimates",
+        "trace",
     }
 )
 
@@ -439,6 +442,17 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
             str(f.get("name")) for f in loaded.get("flow", [])
         }:
             raise PaperError(f"{where}: key `estimates`: no flow named `{estimates}`")
+        traced = exp.get("trace", [])
+        if isinstance(traced, str):
+            traced = [traced]
+        if not isinstance(traced, list) or not all(isinstance(f, str) for f in traced):
+            raise PaperError(f"{where}: key `trace`: expected a flow name or a list of them")
+        names = {str(f.get("name")) for f in loaded.get("flow", [])}
+        for flow in traced:
+            if flow not in names:
+                raise PaperError(f"{where}: key `trace`: no flow named `{flow}`")
+        if traced and not windows:
+            raise PaperError(f"{where}: key `trace`: needs `windows` to measure over")
         points: list[tuple[str, Any]] = [("", None)]
         sweep = None
         if "vary" in exp:
@@ -481,6 +495,7 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 experiment.windows = _resolve_windows(windows, experiment.scenario, where, quick)
                 experiment.sweep = point_sweep
                 experiment.estimates = estimates
+                experiment.trace = tuple(traced)
                 add(cc_id, experiment, where)
     if not out:
         raise PaperError(f"{path}: no [[experiment]]")
