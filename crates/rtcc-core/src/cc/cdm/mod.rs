@@ -727,7 +727,10 @@ impl Cdm {
         }
         let retreat = self.config.retreat_plan;
         if to <= retreat.steps() {
-            self.enter(Mode::SafeRetreat, retreat.plan());
+            // The retreat plan, or the plan in force if silence (I8) had
+            // taken it below: a loss never raises the rate.
+            let back = aggression_plan(retreat.steps().min(k));
+            self.enter(Mode::SafeRetreat, back);
         } else {
             self.plan = aggression_plan(to);
         }

@@ -416,6 +416,36 @@ fn silence_drops_one_pid_every_two_intervals_until_feedback_returns() {
 }
 
 #[test]
+fn silence_steps_a_tcp_aware_plan_down_and_a_loss_never_raises_it() {
+    let mut h = Script::new(config());
+    h.drive_to_aggression();
+    // One PID's worth every two silent intervals: the last repair stream
+    // or data PID added goes first.
+    let plans: Vec<LayerPlan> = (0..4).map(|_| h.play(Iv::silent())).collect();
+    let (four, three, two) = (
+        LayerPlan {
+            layers: 2,
+            protected: 2,
+        },
+        LayerPlan {
+            layers: 2,
+            protected: 1,
+        },
+        LayerPlan {
+            layers: 1,
+            protected: 1,
+        },
+    );
+    assert_eq!(plans, [four, three, three, two]);
+    assert_eq!(h.cc.mode(), Mode::Aggression);
+    // Feedback returns with a loss: eq. (1) at R = 400 ms, p = 0.01 allows
+    // 224.7 kbit/s (3 PIDs' worth), at or below the retreat plan, so the
+    // flow goes back to Safe Retreat, keeping the smaller plan it had.
+    assert_eq!(h.play(Iv::lossy(300, 1)), two);
+    assert_eq!(h.cc.mode(), Mode::SafeRetreat);
+}
+
+#[test]
 fn losses_at_one_pid_lead_to_safe_retreat() {
     let mut h = Script::new(config());
     // 5 → 2 → 1 on the first two loss reports; the second brought the flow
