@@ -54,7 +54,7 @@ use super::{trace_kbps, trace_ms, CongestionController, Estimate, SendBudget, Tr
 use crate::media::svc::{LayerLadder, LayerPlan, MAX_LAYERS};
 use crate::packet::{FeedbackReport, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
-use crate::units::Bitrate;
+use crate::units::{Bitrate, Bytes};
 
 pub use interval::{IntervalSummary, OneWayDelay};
 
@@ -399,6 +399,8 @@ pub struct Cdm {
     tfrc_bound: Option<Bitrate>,
     /// Eq. (1) for the last heard interval, at most the nominal rate (trace).
     tfrc_trace: Option<Bitrate>,
+    /// Mean size of the packets sent in the last interval that sent any.
+    packet_size: Option<Bytes>,
     srtt: Option<Duration>,
     min_rtt: Option<Duration>,
     /// Delay mode: intervals in a row at or below the low threshold.
@@ -442,6 +444,7 @@ impl Cdm {
             loss_queuing: None,
             tfrc_bound: None,
             tfrc_trace: None,
+            packet_size: None,
             srtt: None,
             min_rtt: None,
             low_streak: 0,
@@ -568,9 +571,17 @@ impl Cdm {
     }
 
     /// Eq. (1) with the interval's R, p and s (I13): the bound on a loss,
-    /// and the trace's value.
+    /// and the trace's value. An interval that measured no RTT (every
+    /// packet lost) or sent nothing takes the smoothed RTT or the last mean
+    /// size; with neither a loss interval has no bound (not a stale one).
     fn update_tfrc(&mut self, s: &IntervalSummary) {
-        let (Some(r), Some(size)) = (s.rtt, s.packet_size) else {
+        if s.packet_size.is_some() {
+            self.packet_size = s.packet_size;
+        }
+        let (Some(r), Some(size)) = (s.rtt.or(self.srtt), self.packet_size) else {
+            if s.has_loss() {
+                self.tfrc_bound = None;
+            }
             return;
         };
         let p = s.loss_fraction();
