@@ -11,13 +11,14 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
+use rtcc_core::cc::cdm::{LossDelay, RetreatPlan};
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
 use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, ProbeSuccess, RttProbeLoss, Search};
 use rtcc_core::cc::tfrc::TimeoutRule;
 use rtcc_core::cc::{
-    BbrConfig, CamelConfig, CcConfig, CopaConfig, CubicConfig, DelayBbrConfig, FixedConfig,
-    GccConfig, PudicaConfig, SqpConfig, SvcProbingConfig, TfrcConfig, WebRtcBbrConfig,
+    BbrConfig, CamelConfig, CcConfig, CdmConfig, CopaConfig, CubicConfig, DelayBbrConfig,
+    FixedConfig, GccConfig, PudicaConfig, SqpConfig, SvcProbingConfig, TfrcConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::media::svc::LayerLadder;
@@ -655,6 +656,69 @@ pub(crate) fn cc_config(
             c.validate().map_err(|e| e.to_string())?;
             Ok(CcConfig::SvcProbing(Box::new(c)))
         }
+        "cdm" => {
+            // Tunables of docs/algorithms/cdm.md ("Parameters"). No bounds
+            // keys: the PIDs bound it, `pids` × `nominal_rate / pids`, and
+            // the nominal rate is the encoder's maximum unless given.
+            k.check(&[
+                "pids",
+                "nominal_rate",
+                "initial_pids",
+                "report_interval",
+                "d_min_window",
+                "playout_buffer",
+                "playout_factor",
+                "min_span",
+                "threshold_low",
+                "threshold_high",
+                "increase_after",
+                "loss_delay",
+                "retreat_after",
+                "retreat_plan",
+                "aggression_after",
+                "release_after",
+                "overload_after",
+                "terminate_loss",
+                "terminate_after",
+                "silent_intervals",
+                "tfrc_b",
+                "pacing_gain",
+            ])?;
+            let mut c = CdmConfig {
+                nominal_rate: enc.max_bitrate,
+                ..CdmConfig::default()
+            };
+            set(&mut c.pids, k.count("pids")?);
+            set(&mut c.nominal_rate, k.rate("nominal_rate")?);
+            set(&mut c.initial_pids, k.count("initial_pids")?);
+            set(&mut c.report_interval, k.duration("report_interval")?);
+            set(&mut c.d_min_window, k.count("d_min_window")?);
+            set(&mut c.playout_buffer, k.duration("playout_buffer")?);
+            set(&mut c.playout_factor, k.number("playout_factor")?);
+            set(&mut c.min_span, k.duration("min_span")?);
+            set(&mut c.threshold_low, k.number("threshold_low")?);
+            set(&mut c.threshold_high, k.number("threshold_high")?);
+            set(&mut c.increase_after, k.count("increase_after")?);
+            let delays = [("peak", LossDelay::Peak), ("mean", LossDelay::Mean)];
+            set(&mut c.loss_delay, k.choice("loss_delay", &delays)?);
+            set(&mut c.retreat_after, k.count("retreat_after")?);
+            let plans = [
+                ("base", RetreatPlan::Base),
+                ("base-and-pid2", RetreatPlan::BaseAndPid2),
+                ("both-protected", RetreatPlan::BothProtected),
+            ];
+            set(&mut c.retreat_plan, k.choice("retreat_plan", &plans)?);
+            set(&mut c.aggression_after, k.count("aggression_after")?);
+            set(&mut c.release_after, k.count("release_after")?);
+            set(&mut c.overload_after, k.count("overload_after")?);
+            set(&mut c.terminate_loss, k.number("terminate_loss")?);
+            set(&mut c.terminate_after, k.count("terminate_after")?);
+            set(&mut c.silent_intervals, k.count("silent_intervals")?);
+            set(&mut c.tfrc_b, k.number("tfrc_b")?);
+            set(&mut c.pacing_gain, k.number("pacing_gain")?);
+            c.validate().map_err(|e| e.to_string())?;
+            Ok(CcConfig::Cdm(c))
+        }
         other => Err(format!("unknown congestion controller \"{other}\"")),
     }
 }
@@ -1131,6 +1195,80 @@ mod tests {
         let e = parse("svc-probing", "layers = 0").unwrap_err();
         assert!(e.contains("layers"), "{e}");
         assert!(parse("svc-probing", "max_bitrate = \"1Mbps\"").is_err());
+    }
+
+    #[test]
+    fn cdm_table() {
+        // The nominal rate is the encoder's maximum unless given.
+        let enc = ParametricEncoderConfig {
+            max_bitrate: Bitrate::kbps(840),
+            ..ParametricEncoderConfig::default()
+        };
+        let Ok(CcConfig::Cdm(c)) = cc_config("cdm", None, &enc) else {
+            panic!("cdm")
+        };
+        assert_eq!(
+            c,
+            CdmConfig {
+                nominal_rate: Bitrate::kbps(840),
+                ..CdmConfig::default()
+            }
+        );
+        let text = "pids = 8\nnominal_rate = \"700kbps\"\ninitial_pids = 4\n\
+             report_interval = \"5s\"\nd_min_window = 6\nplayout_buffer = \"2s\"\n\
+             playout_factor = 0.25\nmin_span = \"20ms\"\nthreshold_low = 0.2\n\
+             threshold_high = 0.5\nincrease_after = 2\nloss_delay = \"mean\"\n\
+             retreat_after = 4\nretreat_plan = \"base\"\naggression_after = 5\n\
+             release_after = 1\noverload_after = 2\nterminate_loss = 0.7\n\
+             terminate_after = 4\nsilent_intervals = 3\ntfrc_b = 2\npacing_gain = 1.5";
+        let want = CdmConfig {
+            pids: 8,
+            nominal_rate: Bitrate::kbps(700),
+            initial_pids: 4,
+            report_interval: Duration::from_secs(5),
+            d_min_window: 6,
+            playout_buffer: Duration::from_secs(2),
+            playout_factor: 0.25,
+            min_span: Duration::from_millis(20),
+            threshold_low: 0.2,
+            threshold_high: 0.5,
+            increase_after: 2,
+            loss_delay: LossDelay::Mean,
+            retreat_after: 4,
+            retreat_plan: RetreatPlan::Base,
+            aggression_after: 5,
+            release_after: 1,
+            overload_after: 2,
+            terminate_loss: 0.7,
+            terminate_after: 4,
+            silent_intervals: 3,
+            tfrc_b: 2.0,
+            pacing_gain: 1.5,
+        };
+        assert_eq!(parse("cdm", text), Ok(CcConfig::Cdm(want)));
+        // Values are range-checked, naming the key and the value.
+        let e = parse("cdm", "threshold_high = 0.05").unwrap_err();
+        assert_eq!(
+            e,
+            "cdm: `threshold_high` = 0.05 must be in (threshold_low, 1]"
+        );
+        let e = parse("cdm", "pids = 2").unwrap_err();
+        assert!(e.contains("`pids` = 2"), "{e}");
+        let e = parse("cdm", "initial_pids = 0").unwrap_err();
+        assert!(e.contains("`initial_pids` = 0"), "{e}");
+        let e = parse("cdm", "retreat_plan = \"all\"").unwrap_err();
+        assert!(
+            e.contains("retreat_plan") && e.contains("both-protected"),
+            "{e}"
+        );
+        let e = parse("cdm", "report_interval = \"0s\"").unwrap_err();
+        assert!(e.contains("`report_interval` = 0s"), "{e}");
+        // Unknown keys, the bounds keys among them, are errors.
+        let e = parse("cdm", "max_bitrate = \"1Mbps\"").unwrap_err();
+        assert!(
+            e.starts_with("unknown key `max_bitrate` for cc \"cdm\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod bbr;
 pub mod camel;
+pub mod cdm;
 pub mod copa;
 pub mod cubic;
 pub mod delay_bbr;
@@ -24,6 +25,7 @@ use crate::units::{Bitrate, Bytes};
 
 pub use bbr::{Bbr, BbrConfig};
 pub use camel::{Camel, CamelConfig};
+pub use cdm::{Cdm, CdmConfig};
 pub use copa::{Copa, CopaConfig, CopaMode};
 pub use cubic::{Cubic, CubicConfig};
 pub use delay_bbr::{DelayBbr, DelayBbrConfig, DelayBbrPadding, MinRttUpdate};
@@ -255,6 +257,9 @@ pub enum CcConfig {
     /// SVC layers with top-down packet-train probing
     /// (papers/svc-topdown-probing.txt §3).
     SvcProbing(Box<SvcProbingConfig>),
+    /// CDM, the Congestion and Delay Monitor of congestion-aware scalable
+    /// video (papers/cdm-scalable-video.txt §IV–§VI): decides a layer plan.
+    Cdm(CdmConfig),
 }
 
 impl CcConfig {
@@ -285,6 +290,7 @@ impl CcConfig {
         "webrtc-bbr",
         "tfrc",
         "svc-probing",
+        "cdm",
     ];
 
     /// The default configuration of the built-in controller `name` (one of
@@ -303,6 +309,7 @@ impl CcConfig {
             "webrtc-bbr" => Some(CcConfig::WebRtcBbr(WebRtcBbrConfig::default())),
             "tfrc" => Some(CcConfig::Tfrc(TfrcConfig::default())),
             "svc-probing" => Some(CcConfig::SvcProbing(Box::default())),
+            "cdm" => Some(CcConfig::Cdm(CdmConfig::default())),
             _ => None,
         }
     }
@@ -322,6 +329,11 @@ impl CcConfig {
             CcConfig::WebRtcBbr(c) => (c.bbr.min_bitrate, c.bbr.max_bitrate),
             CcConfig::Tfrc(c) => (c.min_bitrate, c.max_bitrate),
             CcConfig::SvcProbing(c) => (c.ladder.rate(1), c.ladder.rate(c.ladder.len())),
+            // A terminated flow sends nothing (§VI).
+            CcConfig::Cdm(c) => {
+                let ladder = c.ladder();
+                (Bitrate::ZERO, ladder.rate(ladder.len()))
+            }
         }
     }
 
@@ -344,6 +356,7 @@ impl CcConfig {
             CcConfig::SvcProbing(c) => {
                 Controller::SvcProbing(Box::new(SvcProbing::new(now, (**c).clone())))
             }
+            CcConfig::Cdm(c) => Controller::Cdm(Box::new(Cdm::new(now, c.clone()))),
         }
     }
 }
@@ -376,6 +389,8 @@ pub enum Controller {
     Tfrc(Box<Tfrc>),
     /// SVC top-down probing.
     SvcProbing(Box<SvcProbing>),
+    /// CDM (congestion-aware scalable video).
+    Cdm(Box<Cdm>),
 }
 
 macro_rules! dispatch {
@@ -393,6 +408,7 @@ macro_rules! dispatch {
             Controller::WebRtcBbr($c) => $e,
             Controller::Tfrc($c) => $e,
             Controller::SvcProbing($c) => $e,
+            Controller::Cdm($c) => $e,
         }
     };
 }
