@@ -76,9 +76,11 @@ class Result:
 
         Columns: flow, frame_id, type, size_bytes, capture_ms, complete_ms,
         displayed_ms, delay_ms, dropped, level (a layered flow's frame: the
-        layers shown, 0 if not displayed). Times of frames that never
-        completed or were never displayed are null, and so is the level of a
-        frame without layers.
+        layers shown, 0 if not displayed), psnr_db (a layered flow's frame:
+        its modelled PSNR, of the layers shown or of the picture left on
+        screen; docs/algorithms/psnr-model.md). Times of frames that never
+        completed or were never displayed are null, and so are the level and
+        PSNR of a frame without layers.
         """
         return _read_csv(self.out_dir / "frames.csv", _FRAMES_SCHEMA)
 
@@ -92,8 +94,9 @@ class Result:
         packets_lost (in the interval), avail_kbps (the available bandwidth
         of the flow's forward path: per link, capacity less the bytes other
         flows offered to it, the least over the path; docs/metrics.md),
-        layer_level (a layered flow's subscribed level). Cells that do not
-        apply to a flow are null.
+        layer_level (a layered flow's subscribed level), psnr_db (a layered
+        flow's mean modelled PSNR over the frames finished in the interval).
+        Cells that do not apply to a flow are null.
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
@@ -242,6 +245,7 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "packets_lost": pl.Int64(),
     "avail_kbps": pl.Float64(),
     "layer_level": pl.Int64(),
+    "psnr_db": pl.Float64(),
 }
 _CC_TRACE_SCHEMA: dict[str, pl.DataType] = {
     "time_s": pl.Float64(),
@@ -260,6 +264,7 @@ _FRAMES_SCHEMA: dict[str, pl.DataType] = {
     "delay_ms": pl.Float64(),
     "dropped": pl.Int64(),
     "level": pl.Int64(),
+    "psnr_db": pl.Float64(),
 }
 
 

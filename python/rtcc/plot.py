@@ -16,6 +16,9 @@ matplotlib (Agg backend, no display needed) for papers::
 Several runs share one figure per kind: one column per run with the same
 axes, so they compare by eye.
 
+Runs with a layered (svc) flow also get its modelled PSNR over time
+(``"psnr"``, :func:`figure_kinds`; docs/algorithms/psnr-model.md).
+
 Runs that wrote ``cc_trace.csv`` (``rtcc run --cc-trace``) also get the
 controllers' internals: per flow, one panel per state variable over time
 (:func:`cc_trace_variables`, :func:`cc_trace_panels`; ``cc_trace-<flow>``
@@ -47,6 +50,7 @@ __all__ = [
     "cc_trace_panels",
     "cc_trace_variables",
     "figure",
+    "figure_kinds",
     "flow_colors",
     "panel",
     "panels",
@@ -54,7 +58,7 @@ __all__ = [
     "save_figures",
 ]
 
-FigureKind = Literal["rate", "delay", "delay_cdf", "queue", "loss", "frame_loss"]
+FigureKind = Literal["rate", "delay", "delay_cdf", "queue", "loss", "frame_loss", "psnr"]
 
 PanelKind = FigureKind | Literal["cc_trace"]
 """A figure kind, or ``"cc_trace"``: one controller state variable of one
@@ -71,6 +75,23 @@ FIGURE_KINDS: tuple[FigureKind, ...] = (
 """Figure kinds, in page order: target bitrate vs goodput (vs capacity when
 recorded), frame delay over time, frame delay CDF, bottleneck queue, per-flow
 packet loss rate, per-second frame loss."""
+
+
+def figure_kinds(results: Sequence[Result]) -> tuple[FigureKind, ...]:
+    """The figure kinds of a set of runs, in page order.
+
+    Args:
+        results: The runs.
+
+    Returns:
+        :data:`FIGURE_KINDS`, then ``"psnr"`` (modelled PSNR over time) when
+        a run has a flow with a PSNR in ``timeseries.csv`` (a layered flow).
+
+    """
+    if any(_psnr_flows(r) for r in results):
+        return (*FIGURE_KINDS, "psnr")
+    return FIGURE_KINDS
+
 
 # The CDF is drawn through at most this many quantiles: enough for a smooth
 # curve at any figure size, and the page stays small for long runs.
@@ -178,7 +199,7 @@ def panel(kind: FigureKind, result: Result, colors: dict[str, str]) -> Panel:
     """Compute one figure kind of one run, without a shared axis range.
 
     Args:
-        kind: One of :data:`FIGURE_KINDS`.
+        kind: One of :data:`FIGURE_KINDS`, or ``"psnr"``.
         result: The run (a simulated or a real one).
         colors: Flow name to color, from :func:`flow_colors`.
 
@@ -193,6 +214,7 @@ def panel(kind: FigureKind, result: Result, colors: dict[str, str]) -> Panel:
         "queue": _queue_panel,
         "loss": _loss_panel,
         "frame_loss": _frame_loss_panel,
+        "psnr": _psnr_panel,
     }
     return builders[kind](result, colors)
 
@@ -201,7 +223,7 @@ def panels(kind: FigureKind, results: Sequence[Result]) -> list[Panel]:
     """One kind's panels for several runs, with the same axis ranges on all.
 
     Args:
-        kind: One of :data:`FIGURE_KINDS`.
+        kind: One of :data:`FIGURE_KINDS`, or ``"psnr"``.
         results: The runs, in display order.
 
     Returns:
@@ -211,7 +233,7 @@ def panels(kind: FigureKind, results: Sequence[Result]) -> list[Panel]:
     colors = flow_colors(results)
     computed = [panel(kind, r, colors) for r in results]
     x_range = _shared_range([t for p in computed for t in p.traces], axis="x")
-    if kind in ("rate", "delay", "queue", "frame_loss"):
+    if kind in ("rate", "delay", "queue", "frame_loss", "psnr"):
         # Time axes start at 0 and end at the longest run, data or not.
         end = max([_duration(r) for r in results] + [x_range[1] if x_range else 0.0])
         x_range = (0.0, end if end > 0 else 1.0)
@@ -219,6 +241,9 @@ def panels(kind: FigureKind, results: Sequence[Result]) -> list[Panel]:
     y2_range = _shared_range([t for p in computed for t in p.traces if t.secondary], axis="y")
     if kind == "delay_cdf":
         y_range = (0.0, 1.0)
+    if kind == "psnr":
+        # PSNR varies over a few dB far from 0: the range of the values.
+        y_range = _value_range([t for p in computed for t in p.traces])
     return [
         Panel(
             kind=p.kind,
@@ -244,7 +269,7 @@ def figure(kind: FigureKind, results: Sequence[Result]) -> Figure:
     or the SVG backend.
 
     Args:
-        kind: One of :data:`FIGURE_KINDS`.
+        kind: One of :data:`FIGURE_KINDS`, or ``"psnr"``.
         results: The runs: one column each, same axes.
 
     Returns:
@@ -277,7 +302,7 @@ def save_figures(results: Sequence[Result], out_dir: str | os.PathLike[str]) -> 
         out_dir: Directory for ``<kind>.png`` and ``<kind>.svg``; created if missing.
 
     Returns:
-        The files written, in :data:`FIGURE_KINDS` order, PNG before SVG.
+        The files written, in :func:`figure_kinds` order, PNG before SVG.
 
     """
     import matplotlib as mpl
@@ -288,7 +313,9 @@ def save_figures(results: Sequence[Result], out_dir: str | os.PathLike[str]) -> 
     # Identical runs give identical SVG files: no date, and element ids from a
     # fixed salt instead of a random one.
     with mpl.rc_context({"svg.hashsalt": "rtcc"}):
-        figures: list[tuple[str, Figure]] = [(kind, figure(kind, results)) for kind in FIGURE_KINDS]
+        figures: list[tuple[str, Figure]] = [
+            (kind, figure(kind, results)) for kind in figure_kinds(results)
+        ]
         for flow, variables in cc_trace_variables(results):
             name = f"cc_trace-{_file_safe(flow)}"
             figures.append((name, cc_trace_figure(flow, variables, results)))
@@ -609,6 +636,32 @@ def _frame_loss_panel(result: Result, colors: dict[str, str]) -> Panel:
     )
 
 
+def _psnr_panel(result: Result, colors: dict[str, str]) -> Panel:
+    """A layered flow's modelled PSNR per sample interval, its run mean and p5 in the legend."""
+    ts = result.timeseries
+    run_psnr = {
+        str(f.get("name", "")): f["psnr_db"]
+        for f in result.summary.get("flows", [])
+        if "psnr_db" in f
+    }
+    traces: list[Trace] = []
+    for flow in _psnr_flows(result):
+        rows = ts.filter(pl.col("flow") == flow).drop_nulls("psnr_db")
+        label = flow
+        if flow in run_psnr:
+            psnr = run_psnr[flow]
+            label = f"{flow} (mean {psnr['mean']:.1f} dB, p5 {psnr['p5']:.1f} dB)"
+        traces.append(_trace(label, rows, "time_s", "psnr_db", colors[flow]))
+    return Panel(
+        kind="psnr",
+        title="Modelled PSNR of layered video (per sample interval)",
+        x_label="time (s)",
+        y_label="PSNR (dB)",
+        traces=traces,
+        note=None if traces else "no layered (svc) flow: PSNR is modelled for those only",
+    )
+
+
 # --- helpers ----------------------------------------------------------------
 
 
@@ -620,6 +673,15 @@ def _flow_names(result: Result) -> list[str]:
             if name is not None and name not in names:
                 names.append(name)
     return names
+
+
+def _psnr_flows(result: Result) -> list[str]:
+    """Flows with a PSNR in timeseries.csv (layered flows), in flow order."""
+    ts = result.timeseries
+    if "psnr_db" not in ts.columns:
+        return []
+    have = set(ts.drop_nulls("psnr_db")["flow"].unique().to_list())
+    return [name for name in _flow_names(result) if name in have]
 
 
 def _duration(result: Result) -> float:

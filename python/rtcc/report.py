@@ -5,8 +5,10 @@ or ``rtcc recv --out`` (``summary.json``, ``timeseries.csv``, ``frames.csv``;
 DESIGN.md §4.2, docs/metrics.md): a per-flow summary table, target bitrate vs
 goodput over time, frame delay over time and its CDF, the bottleneck queue,
 per-flow packet loss and per-second frame loss (:data:`rtcc.plot.FIGURE_KINDS`);
-and, for runs that wrote ``cc_trace.csv`` (``rtcc run --cc-trace``), the
-controllers' internals: per flow, one figure per state variable over time.
+for runs with a layered (svc) flow, its modelled PSNR over time
+(docs/algorithms/psnr-model.md); and, for runs that wrote ``cc_trace.csv``
+(``rtcc run --cc-trace``), the controllers' internals: per flow, one figure
+per state variable over time.
 
 It works offline: plotly.js is embedded once, inline, and every figure is a
 ``<div>`` drawn by it, so the page needs no network and no server.
@@ -31,11 +33,11 @@ import polars as pl
 
 from rtcc._api import Result
 from rtcc.plot import (
-    FIGURE_KINDS,
     Panel,
     Trace,
     cc_trace_panels,
     cc_trace_variables,
+    figure_kinds,
     panels,
     run_label,
     save_figures,
@@ -191,7 +193,7 @@ def render_html(results: Sequence[Result]) -> str:
         )
     )
     rows.append(_row("summary", "Per-flow summary", columns, [_tables(r.summary) for r in results]))
-    for kind in FIGURE_KINDS:
+    for kind in figure_kinds(results):
         kind_panels = panels(kind, results)
         cells = []
         for i, p in enumerate(kind_panels):
@@ -263,6 +265,8 @@ _FLOW_COLUMNS: list[tuple[str, tuple[str, ...], str, float]] = [
     ("owd mean ms", ("owd_ms", "mean"), "{:.1f}", 1.0),
     ("owd p95 ms", ("owd_ms", "p95"), "{:.1f}", 1.0),
     ("bw est. accuracy", ("bw_estimate_accuracy",), "{:.3f}", 1.0),
+    ("PSNR mean dB", ("psnr_db", "mean"), "{:.1f}", 1.0),
+    ("PSNR p5 dB", ("psnr_db", "p5"), "{:.1f}", 1.0),
 ]
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "MultipathCounters",
     "PathSummary",
     "PerPacketKind",
+    "PsnrDb",
     "ReceiverTransport",
     "RecoveryCounters",
     "RunSummary",
@@ -60,6 +61,13 @@ class LayerSummary(TypedDict):
     quality_id: int
     sent_packets: int
     temporal_id: int
+
+
+class PsnrDb(TypedDict):
+    """A layered (svc) flow's ``psnr_db``: its frames' modelled PSNR in dB."""
+
+    mean: float
+    p5: float
 
 
 class RecoveryCounters(TypedDict):
@@ -218,6 +226,7 @@ class FlowSummary(TypedDict):
     packets_sent: NotRequired[int]
     """Simulated runs."""
     paths: NotRequired[list[PathSummary]]
+    psnr_db: NotRequired[PsnrDb]
     recovery: NotRequired[RecoveryCounters]
     scheduler: NotRequired[str]
     send_rate_kbps: NotRequired[float]

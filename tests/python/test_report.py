@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,6 +109,9 @@ def test_table_holds_the_summary_values(runs: list[Path], tmp_path: Path) -> Non
         f"{video['owd_ms']['mean']:.1f}",
         f"{video['owd_ms']['p95']:.1f}",
         f"{video['bw_estimate_accuracy']:.3f}",
+        # Not a layered flow: no PSNR.
+        "",
+        "",
     ]
     # A TCP flow has no frame metrics: absent, so blank, not zero.
     bulk_row = re.search(r"<tr><td>bulk</td><td>tcp</td><td>newreno</td>(.*?)</tr>", page)
@@ -180,6 +184,51 @@ def test_frame_loss_counts_gaps_and_drops(tmp_path: Path, runs: list[Path]) -> N
     (trace,) = p.traces
     assert list(trace.x) == [0.5, 1.5]
     assert list(trace.y) == [round(100 * 2 / 5, 3), round(100 * 6 / 7, 3)]
+
+
+def layered_scenario() -> dict[str, Any]:
+    """A 3 s layered (svc) flow of 10 x 84 kbps beside the tiny run's TCP flow."""
+    scenario = tiny_scenario()
+    scenario["name"] = "tiny-svc"
+    scenario["flow"][0] = {
+        "name": "layered",
+        "kind": "media",
+        "cc": "fixed",
+        "cc_config": {"bitrate": "840kbps"},
+        "encoder": {"kind": "svc", "layers": 10, "layer_rate": "84kbps"},
+    }
+    return scenario
+
+
+def test_layered_runs_get_a_psnr_row(runs: list[Path], tmp_path: Path) -> None:
+    layered = rtcc.run(layered_scenario(), seed=1, out=tmp_path / "svc")
+    page = rtcc.report([layered.out_dir, runs[0]], tmp_path / "r.html").read_text()
+    # The PSNR row comes after the other kinds, one figure per run.
+    expected = [f"fig-{kind}-{i}" for kind in (*plot.FIGURE_KINDS, "psnr") for i in range(2)]
+    assert plotly_divs(page) == expected
+    assert plot.figure_kinds([layered]) == (*plot.FIGURE_KINDS, "psnr")
+    assert plot.figure_kinds([load_run(runs[0])]) == plot.FIGURE_KINDS
+    psnr = layered.summary["flows"][0]["psnr_db"]
+    # The table has the summary's mean and p5; the TCP flow has none.
+    row = re.search(r"<tr><td>layered</td><td>media</td><td>fixed</td>(.*?)</tr>", page)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+    assert cells[-2:] == [f"{psnr['mean']:.1f}", f"{psnr['p5']:.1f}"]
+    panels = plot.panels("psnr", [layered, load_run(runs[0])])
+    (trace,) = panels[0].traces
+    assert trace.name == f"layered (mean {psnr['mean']:.1f} dB, p5 {psnr['p5']:.1f} dB)"
+    ts = layered.timeseries.filter(layered.timeseries["flow"] == "layered")
+    assert list(trace.y) == [round(v, 3) for v in ts["psnr_db"].drop_nulls().to_list()]
+    # 2 % loss on 10 layers: mostly the full 30 dB, some frames lower.
+    assert max(trace.y) <= 30.0 + 1e-9
+    assert 20.0 < psnr["mean"] < 30.0
+    assert panels[1].traces == []
+    assert panels[1].note is not None
+    assert "svc" in panels[1].note
+    # Both runs share the y range, which is the values', not from 0 dB.
+    assert panels[0].y_range == panels[1].y_range
+    assert panels[0].y_range is not None
+    assert panels[0].y_range[0] > 10.0
 
 
 def test_real_run_without_links_or_capacity(real_run: Path, tmp_path: Path) -> None:

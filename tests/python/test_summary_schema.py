@@ -137,6 +137,7 @@ def test_every_key_a_simulated_run_writes_is_declared(summaries: dict[str, RunSu
         "flows.recovery",
         "flows.layers",
         "flows.mean_displayed_level",
+        "flows.psnr_db",
         "flows.live",
         "flows.live.formula",
         "flows.paths",

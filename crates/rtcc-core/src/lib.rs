@@ -36,7 +36,8 @@
 //! - [`estimate`]: estimators shared by several algorithms (windowed filters).
 //! - [`pacer`]: the pacer (burst allowance, frame-burst mode).
 //! - [`media`]: frames, the encoder models (parametric, ladder replay, layered
-//!   SVC with its layer adapter), the packetizer, the player.
+//!   SVC with its layer adapter), the packetizer, the player, the PSNR model
+//!   of delivered layered video.
 //! - [`feedback`]: the receiver's feedback builder and the NACK message.
 //! - [`recovery`]: the [`recovery::LossRecovery`] trait, NACK-based retransmission and
 //!   AutoRec's redundancy adapter and reinjection queue.

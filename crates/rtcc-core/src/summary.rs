@@ -143,6 +143,9 @@ pub struct FlowSummary {
     /// Multipath-media flows: one entry per path, in the session's order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paths: Option<Vec<PathSummary>>,
+    /// Layered (svc) media flows that finished a frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psnr_db: Option<PsnrDb>,
     /// Media flows that recover losses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryCounters>,
@@ -162,6 +165,16 @@ pub struct FlowSummary {
     /// With `bw_estimate_accuracy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_kbps_mean: Option<f64>,
+}
+
+/// A layered flow's `psnr_db`: its frames' modelled PSNR (dB).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PsnrDb {
+    /// Mean over the frames.
+    pub mean: f64,
+    /// 5th percentile.
+    pub p5: f64,
 }
 
 /// One entry of a layered flow's `layers`.

@@ -805,7 +805,8 @@ impl Outputs {
 
     fn frame(&mut self, rec: &FrameRecord) -> Result<(), NetError> {
         if let (Some(w), Some(dir)) = (&mut self.frames, &self.dir) {
-            output::write_frame_row(w, FLOW, rec)
+            // The real transport sends no layers: no PSNR model.
+            output::write_frame_row(w, FLOW, rec, None)
                 .map_err(|e| NetError::io(&dir.join("frames.csv"), e))?;
         }
         Ok(())

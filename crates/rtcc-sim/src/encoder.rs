@@ -7,6 +7,7 @@ use rtcc_core::media::encoder::{
     EncodedFrame, EncoderConfigError, EncoderModel, ParametricEncoder, ParametricEncoderConfig,
 };
 use rtcc_core::media::ladder::{LadderEncoder, LadderTrace};
+use rtcc_core::media::psnr::PsnrConfig;
 use rtcc_core::media::svc_encoder::{SvcEncoder, SvcEncoderConfig};
 use rtcc_core::rng::Rng;
 use rtcc_core::{Bitrate, Bytes, Instant};
@@ -20,8 +21,8 @@ pub(crate) enum EncoderKind {
     /// A replay of this ladder trace at the config's fps, starting at its
     /// start bitrate.
     Ladder(LadderTrace),
-    /// The layered model.
-    Svc(SvcEncoderConfig),
+    /// The layered model, and the PSNR model its frames are scored with.
+    Svc(SvcEncoderConfig, PsnrConfig),
 }
 
 /// A media flow's encoder.
@@ -55,7 +56,7 @@ impl SimEncoder {
                 trace,
                 config.start_bitrate,
             )?),
-            EncoderKind::Svc(svc) => SimEncoder::Svc(SvcEncoder::new(now, svc, rng)?),
+            EncoderKind::Svc(svc, _) => SimEncoder::Svc(SvcEncoder::new(now, svc, rng)?),
         })
     }
 

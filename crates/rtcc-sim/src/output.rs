@@ -14,7 +14,7 @@ use rtcc_core::media::svc::LayerId;
 pub use rtcc_core::summary::round3;
 use rtcc_core::summary::{
     DelayMs, Fairness, FlowSummary, LayerSummary, LinkSummary, MultipathCounters, PathSummary,
-    RecoveryCounters, RunSummary,
+    PsnrDb, RecoveryCounters, RunSummary,
 };
 use rtcc_core::{Bitrate, Bytes, CongestionController as _, Duration, Instant, TraceSink};
 
@@ -24,11 +24,11 @@ use crate::scenario::FlowKind;
 use crate::world::{MpFlow, SenderEp, SvcFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps,layer_level";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps,layer_level,psnr_db";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
-    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped,level";
+    "flow,frame_id,type,size_bytes,capture_ms,complete_ms,displayed_ms,delay_ms,dropped,level,psnr_db";
 
 /// Header line of `cc_trace.csv` (DESIGN §4): long format, one row per
 /// (sample, flow, state variable).
@@ -147,6 +147,9 @@ pub struct TimeseriesRow<'a> {
     pub avail: Option<Bitrate>,
     /// A layered (svc) flow's subscribed level: the layers the encoder sends.
     pub layer_level: Option<usize>,
+    /// A layered (svc) flow's mean PSNR (dB) over the frames its player
+    /// finished in the interval (`rtcc_core::media::psnr`).
+    pub psnr: Option<f64>,
 }
 
 /// Writes one `timeseries.csv` row.
@@ -162,7 +165,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -178,18 +181,30 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         count(r.packets_lost),
         kb(r.avail),
         r.layer_level.map(|l| l.to_string()).unwrap_or_default(),
+        db(r.psnr),
     )
 }
 
-/// Writes one `frames.csv` row.
-pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io::Result<()> {
+/// A PSNR in dB as written (3 decimals), empty if none.
+fn db(psnr: Option<f64>) -> String {
+    psnr.map(|p| format!("{p:.3}")).unwrap_or_default()
+}
+
+/// Writes one `frames.csv` row; `psnr` is a layered flow's frame's
+/// (`rtcc_core::media::psnr`).
+pub fn write_frame_row(
+    w: &mut impl Write,
+    flow: &str,
+    rec: &FrameRecord,
+    psnr: Option<f64>,
+) -> io::Result<()> {
     let opt = |t: Option<Instant>| {
         t.map(|t| format!("{:.3}", t.as_millis_f64()))
             .unwrap_or_default()
     };
     writeln!(
         w,
-        "{},{},{},{},{:.3},{},{},{},{},{}",
+        "{},{},{},{},{:.3},{},{},{},{},{},{}",
         flow,
         rec.frame_id,
         rec.frame_type.as_str(),
@@ -202,6 +217,7 @@ pub fn write_frame_row(w: &mut impl Write, flow: &str, rec: &FrameRecord) -> io:
             .unwrap_or_default(),
         u8::from(rec.dropped),
         rec.level.map(|l| l.to_string()).unwrap_or_default(),
+        db(psnr),
     )
 }
 
@@ -271,8 +287,9 @@ fn multipath_summary(m: &mut FlowSummary, world: &World, mp: &MpFlow) {
 
 /// A layered (svc) flow's part of its summary: `layers`, one entry per
 /// layer of its ladder (identifiers, packets sent and delivered, frames whose
-/// layers up to it arrived and frames shown with it), and
-/// `mean_displayed_level` (over the frames displayed; absent if none).
+/// layers up to it arrived and frames shown with it),
+/// `mean_displayed_level` (over the frames displayed; absent if none) and
+/// `psnr_db` (over the frames finished; absent if none).
 fn svc_summary(m: &mut FlowSummary, svc: &SvcFlow) {
     let layers = svc
         .sent
@@ -298,6 +315,10 @@ fn svc_summary(m: &mut FlowSummary, svc: &SvcFlow) {
         .collect();
     m.layers = Some(layers);
     m.mean_displayed_level = svc.mean_displayed_level.map(round3);
+    m.psnr_db = svc.psnr.as_ref().and_then(|p| p.summary()).map(|s| PsnrDb {
+        mean: round3(s.mean),
+        p5: round3(s.p5),
+    });
 }
 
 /// The run's `summary.json` (DESIGN §4.2; docs/metrics.md).

@@ -478,6 +478,12 @@ pub struct EncoderSpec {
     pub layers: Option<LayersSpec>,
     /// `kind = "svc"` with a layer count: each layer's rate.
     pub layer_rate: Option<Bitrate>,
+    /// `kind = "svc"`: the PSNR model's rate–distortion curve, "paper"
+    /// (default) or "x264" (`rtcc_core::media::psnr`).
+    pub psnr_model: Option<String>,
+    /// `kind = "svc"` with `psnr_model = "x264"`: layered coding's extra
+    /// rate for the same quality, a fraction (default 0).
+    pub psnr_svc_overhead: Option<f64>,
 }
 
 /// `layers = 20` or `layers = ["100kbps", "200kbps", ...]` of an svc encoder.
@@ -529,6 +535,8 @@ impl Default for EncoderSpec {
             trace: None,
             layers: None,
             layer_rate: None,
+            psnr_model: None,
+            psnr_svc_overhead: None,
         }
     }
 }
@@ -1356,6 +1364,7 @@ impl Scenario {
             ));
         }
         crate::build::svc_encoder_config(e.get_ref(), crate::build::flow_packetizer(spec))
+            .and_then(|_| crate::build::psnr_config(e.get_ref()))
             .map(|_| ())
             .map_err(|(k, m)| self.error(Some(e.span()), &format!("flow[{i}].{k}"), m))
     }
@@ -1757,6 +1766,8 @@ impl Scenario {
                 for (name, given) in [
                     ("layers", enc.layers.is_some()),
                     ("layer_rate", enc.layer_rate.is_some()),
+                    ("psnr_model", enc.psnr_model.is_some()),
+                    ("psnr_svc_overhead", enc.psnr_svc_overhead.is_some()),
                 ] {
                     if given {
                         return Err(self.error(

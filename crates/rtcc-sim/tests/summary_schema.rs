@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 
 use rtcc_core::summary::{
     AutoRecFormula, DelayMs, Fairness, FlowSummary, LayerSummary, LinkSummary, LiveFrameDelay,
-    LiveSummary, MultipathCounters, PathSummary, PerPacketKind, RecoveryCounters, RunSummary,
+    LiveSummary, MultipathCounters, PathSummary, PerPacketKind, PsnrDb, RecoveryCounters,
+    RunSummary,
 };
 use serde_json::Value;
 
@@ -155,6 +156,10 @@ fn full() -> RunSummary<Transport> {
         packets_received: Some(3),
         packets_sent: Some(4),
         paths: Some(vec![path]),
+        psnr_db: Some(PsnrDb {
+            mean: 28.5,
+            p5: 17.25,
+        }),
         recovery: Some(RecoveryCounters {
             nack_requests: 1,
             nacks_sent: 1,

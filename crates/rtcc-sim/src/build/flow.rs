@@ -22,6 +22,7 @@ use rtcc_core::media::encoder::{
 use rtcc_core::media::ladder::LadderTrace;
 use rtcc_core::media::packetizer::Packetizer;
 use rtcc_core::media::player::PlayerConfig;
+use rtcc_core::media::psnr::{PsnrConfig, PsnrCurve};
 use rtcc_core::media::svc::{LayerLadder, MAX_LAYERS};
 use rtcc_core::media::svc_encoder::SvcEncoderConfig;
 use rtcc_core::multipath::SchedulerConfig;
@@ -75,7 +76,7 @@ pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, Scen
             &format!("flow[{i}].encoder.kind"),
             "the ladder encoder runs only in the simulator".to_string(),
         )),
-        FlowSetup::Media(_, EncoderKind::Svc(_)) => Err(sc.error(
+        FlowSetup::Media(_, EncoderKind::Svc(..)) => Err(sc.error(
             None,
             &format!("flow[{i}].encoder.kind"),
             "the svc encoder runs only in the simulator".to_string(),
@@ -181,6 +182,7 @@ impl World {
             ("svc", _) => EncoderKind::Svc(
                 svc_encoder_config(&enc_spec, packetizer)
                     .map_err(|(k, m)| sc.error(enc_span.clone(), &key(&k), m))?,
+                psnr_config(&enc_spec).map_err(|(k, m)| sc.error(enc_span.clone(), &key(&k), m))?,
             ),
             _ => EncoderKind::Parametric,
         };
@@ -190,7 +192,7 @@ impl World {
             .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
         // One ladder for the layered encoder and the layered controller,
         // unless the controller's table sets its own.
-        if let (EncoderKind::Svc(svc), CcConfig::SvcProbing(c)) = (&kind, &mut cc) {
+        if let (EncoderKind::Svc(svc, _), CcConfig::SvcProbing(c)) = (&kind, &mut cc) {
             let own =
                 cc_table.is_some_and(|t| t.contains_key("layers") || t.contains_key("layer_rate"));
             if !own {
@@ -229,7 +231,7 @@ impl World {
                         .map_err(|m| {
                             sc.error(f.recovery.as_ref().map(|r| r.span()), &key("recovery"), m)
                         })?;
-                if matches!(kind, EncoderKind::Svc(_)) && recovery.is_none() {
+                if matches!(kind, EncoderKind::Svc(..)) && recovery.is_none() {
                     // Without retransmissions nothing more of a frame comes
                     // once a newer one is complete: show it at the layers it
                     // has then (docs/algorithms/svc-layers.md).
@@ -274,7 +276,7 @@ impl World {
                     cc,
                     packetizer,
                 } = Self::media_parts(sc, i, f)?;
-                if matches!(kind, EncoderKind::Svc(_)) {
+                if matches!(kind, EncoderKind::Svc(..)) {
                     // Validation refuses it; the multipath sender does not
                     // cut layers.
                     return Err(sc.error(
@@ -533,6 +535,42 @@ pub(crate) fn svc_encoder_config(
             f => err(f, e.to_string()),
         }
     })?;
+    Ok(config)
+}
+
+/// The PSNR model of `encoder = { kind = "svc", psnr_model = "...",
+/// psnr_svc_overhead = ... }` (`rtcc_core::media::psnr`). An error gives the
+/// key at fault, relative to the flow, and what is wrong with its value.
+pub(crate) fn psnr_config(s: &EncoderSpec) -> Result<PsnrConfig, (String, String)> {
+    let err = |k: &str, m: String| (format!("encoder.{k}"), m);
+    let curve = match s.psnr_model.as_deref() {
+        None => PsnrCurve::default(),
+        Some(name) => PsnrCurve::from_name(name).ok_or_else(|| {
+            err(
+                "psnr_model",
+                format!(
+                    "unknown PSNR model \"{name}\" (one of: {})",
+                    PsnrCurve::NAMES.join(", ")
+                ),
+            )
+        })?,
+    };
+    let config = PsnrConfig {
+        curve,
+        svc_overhead: s.psnr_svc_overhead.unwrap_or(0.0),
+    };
+    config
+        .validate()
+        .map_err(|e| err("psnr_svc_overhead", e.to_string()))?;
+    // Given explicitly as 0 with the paper's curve: still a key that does
+    // not apply.
+    if curve == PsnrCurve::Paper && s.psnr_svc_overhead.is_some() {
+        return Err(err(
+            "psnr_svc_overhead",
+            "applies to psnr_model = \"x264\" only (the paper's readings are of SVC streams)"
+                .into(),
+        ));
+    }
     Ok(config)
 }
 

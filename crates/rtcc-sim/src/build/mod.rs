@@ -30,7 +30,8 @@ use rtcc_core::{Bytes, Duration, Instant};
 
 pub use self::flow::{default_cc_config, media_setup, MediaSetup};
 pub(crate) use self::flow::{
-    encoder_config, flow_packetizer, svc_encoder_config, FlowSetup, MultipathSetup, TfrcSetup,
+    encoder_config, flow_packetizer, psnr_config, svc_encoder_config, FlowSetup, MultipathSetup,
+    TfrcSetup,
 };
 use self::topology::queue_limit;
 use crate::engine::EventQueue;

@@ -2,7 +2,7 @@
 //! `sample_interval` (rates, the controller's target and estimate, the
 //! bandwidth-estimate accuracy, the time in each controller state, the
 //! bottleneck queue, the available bandwidth) and the files streamed during the run,
-//! `timeseries.csv` (with a layered flow's subscribed level),
+//! `timeseries.csv` (with a layered flow's subscribed level and PSNR),
 //! `frames.csv` and `cc_trace.csv` (DESIGN §4;
 //! `summary.json` is built at the end by [`crate::output`]). Nothing here is
 //! on the per-packet path, which only adds each packet's size to its hop's
@@ -75,11 +75,11 @@ impl World {
         }
     }
 
-    pub(super) fn write_frame(&mut self, fi: usize, rec: &FrameRecord) {
+    pub(super) fn write_frame(&mut self, fi: usize, rec: &FrameRecord, psnr: Option<f64>) {
         let Some(w) = &mut self.sinks.frames else {
             return;
         };
-        if let Err(e) = output::write_frame_row(w, &self.flows[fi].name, rec) {
+        if let Err(e) = output::write_frame_row(w, &self.flows[fi].name, rec, psnr) {
             self.io_error = Some(e);
         }
     }
@@ -176,11 +176,17 @@ impl World {
                 }
                 SenderEp::Idle => (None, None, None, None, None),
             };
-            // A layered flow's subscribed level.
+            // A layered flow's subscribed level, and the mean PSNR of the
+            // frames its player finished since the last sample.
             let layer_level = match &f.sender {
                 SenderEp::Media(s) => s.encoder().svc().map(|e| e.level()),
                 _ => None,
             };
+            let psnr = f
+                .svc
+                .as_mut()
+                .and_then(|s| s.psnr.as_mut())
+                .and_then(|m| m.take_interval_mean());
             if let Some(w) = &mut self.sinks.cc_trace {
                 if let Err(e) = write_cc_trace(&mut **w, now, f) {
                     self.io_error = Some(e);
@@ -230,6 +236,7 @@ impl World {
                     packets_lost: Some(packets_lost),
                     avail,
                     layer_level,
+                    psnr,
                 },
             );
             if let Err(e) = r {

@@ -12,8 +12,9 @@
 //! - End of run: the player's results and, when the flow recovers losses,
 //!   the recovery counters ([`MediaOutcome`], [`RecoveryOutcome`]).
 //! - Layered (svc) flows: the sender's media packets counted per layer as
-//!   they leave, in an array sized at the start ([`SvcFlow`]); at the end,
-//!   the player's per-layer counters and mean displayed level.
+//!   they leave, in an array sized at the start ([`SvcFlow`]); each finished
+//!   frame's PSNR (`rtcc_core::media::psnr`); at the end, the player's
+//!   per-layer counters and mean displayed level.
 //!
 //! ## Call protocol
 //!
@@ -25,6 +26,7 @@
 use crate::world::arena::park;
 use rtcc_core::media::packetizer::MediaPacket;
 use rtcc_core::media::player::{LayerStats, PacketMeta};
+use rtcc_core::media::psnr::{PsnrMeter, PsnrModel};
 use rtcc_core::recovery::{LossRecovery as _, MediaSeq};
 use rtcc_core::session::receiver::ReceiverSession;
 use rtcc_core::session::sender::SenderSession;
@@ -76,6 +78,8 @@ pub(crate) struct SvcFlow {
     pub(crate) received: Vec<LayerStats>,
     /// Mean displayed level over the frames displayed.
     pub(crate) mean_displayed_level: Option<f64>,
+    /// The PSNR of the frames the player finished (fed in `drain_frames`).
+    pub(crate) psnr: Option<PsnrMeter>,
 }
 
 impl World {
@@ -88,12 +92,28 @@ impl World {
             encoder,
             receiver,
         } = m;
+        let psnr = match &kind {
+            EncoderKind::Svc(_, p) => Some(*p),
+            _ => None,
+        };
         let Some(enc) = flow_encoder(now, f, encoder, kind, &mut self.io_error) else {
             return;
         };
-        if let Some(svc) = enc.svc() {
+        if let (Some(svc), Some(psnr)) = (enc.svc(), psnr) {
+            // Validated when the world was built (`build::psnr_config`): an
+            // error here is a bug, recorded as the run's I/O error.
+            let meter = PsnrModel::new(psnr, svc.ladder())
+                .map(PsnrMeter::new)
+                .map_err(|e| {
+                    self.io_error = Some(std::io::Error::other(format!(
+                        "PSNR model of flow {}: {e}",
+                        f.name
+                    )));
+                })
+                .ok();
             f.svc = Some(Box::new(SvcFlow {
                 sent: vec![0; svc.ladder().len()],
+                psnr: meter,
                 ..SvcFlow::default()
             }));
         }

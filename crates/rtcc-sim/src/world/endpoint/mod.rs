@@ -222,17 +222,24 @@ impl World {
         }
     }
 
-    /// Record and write the frames the player has finished.
+    /// Record and write the frames the player has finished (a layered
+    /// flow's with their PSNR).
     fn drain_frames(&mut self, fi: usize) {
         while let Some(rec) = match &mut self.flows[fi].receiver {
             ReceiverEp::Media(r) => r.poll_frame(),
             ReceiverEp::Multipath(r) => r.poll_frame(),
             _ => None,
         } {
+            let f = &mut self.flows[fi];
             if let Some(d) = rec.delay() {
-                self.flows[fi].frame_delay.record(d);
+                f.frame_delay.record(d);
             }
-            self.write_frame(fi, &rec);
+            let psnr = f
+                .svc
+                .as_mut()
+                .and_then(|s| s.psnr.as_mut())
+                .and_then(|m| m.on_frame(&rec));
+            self.write_frame(fi, &rec, psnr);
         }
     }
 
