@@ -906,6 +906,7 @@ mod tests {
                     wire_size: Bytes::new(148),
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 send_time: Instant::from_millis(frame_id),
             };
@@ -1109,6 +1110,7 @@ mod tests {
                     wire_size: Bytes::new(450),
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 send_time: Instant::from_millis(ms),
             };
@@ -1156,6 +1158,7 @@ mod tests {
                 wire_size: Bytes::new(300),
                 layer: 0,
                 layer_end: false,
+                repair: false,
             },
             send_time: Instant::from_millis(1),
         };
@@ -1207,6 +1210,7 @@ mod tests {
                     wire_size: Bytes::new(1000),
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 send_time: Instant::ZERO,
             };

@@ -176,11 +176,18 @@ impl World {
                 }
                 SenderEp::Idle => (None, None, None, None, None),
             };
-            // A layered flow's subscribed level.
-            let layer_level = match &f.sender {
-                SenderEp::Media(s) => s.encoder().svc().map(|e| e.level()),
-                _ => None,
+            // A layered flow's subscribed level, and its protected layers
+            // while it follows a layer plan.
+            let (layer_level, protected_layers) = match &f.sender {
+                SenderEp::Media(s) => s.encoder().svc().map_or((None, None), |e| {
+                    (Some(e.level()), e.plan().map(|p| p.protected))
+                }),
+                _ => (None, None),
             };
+            if let (Some(p), Some(svc), true) = (protected_layers, &mut f.svc, now <= f.stop) {
+                svc.protected_sum += p as u64;
+                svc.protected_samples += 1;
+            }
             if let Some(w) = &mut self.sinks.cc_trace {
                 if let Err(e) = write_cc_trace(&mut **w, now, f) {
                     self.io_error = Some(e);
@@ -230,6 +237,7 @@ impl World {
                     packets_lost: Some(packets_lost),
                     avail,
                     layer_level,
+                    protected_layers,
                 },
             );
             if let Err(e) = r {
