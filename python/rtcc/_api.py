@@ -94,9 +94,11 @@ class Result:
         packets_lost (in the interval), avail_kbps (the available bandwidth
         of the flow's forward path: per link, capacity less the bytes other
         flows offered to it, the least over the path; docs/metrics.md),
-        layer_level (a layered flow's subscribed level), psnr_db (a layered
-        flow's mean modelled PSNR over the frames finished in the interval).
-        Cells that do not apply to a flow are null.
+        layer_level (a layered flow's subscribed level), protected_layers
+        (a layered flow following a layer plan: the layers sent with a
+        repair stream), psnr_db (a layered flow's mean modelled PSNR over
+        the frames finished in the interval). Cells that do not apply to a
+        flow are null.
         """
         return _read_csv(self.out_dir / "timeseries.csv", _TIMESERIES_SCHEMA)
 
@@ -245,6 +247,7 @@ _TIMESERIES_SCHEMA: dict[str, pl.DataType] = {
     "packets_lost": pl.Int64(),
     "avail_kbps": pl.Float64(),
     "layer_level": pl.Int64(),
+    "protected_layers": pl.Int64(),
     "psnr_db": pl.Float64(),
 }
 _CC_TRACE_SCHEMA: dict[str, pl.DataType] = {

@@ -59,6 +59,10 @@ class LayerSummary(TypedDict):
     layer: int
     priority_id: int
     quality_id: int
+    recovered_packets: NotRequired[int]
+    """Flows whose controller gave a layer plan."""
+    repair_sent_packets: NotRequired[int]
+    """Flows whose controller gave a layer plan."""
     sent_packets: int
     temporal_id: int
 
@@ -215,6 +219,7 @@ class FlowSummary(TypedDict):
     loss_event_rate: NotRequired[float]
     loss_rate: float
     mean_displayed_level: NotRequired[float]
+    mean_protected_layers: NotRequired[float]
     media_bitrate_kbps: NotRequired[float]
     multipath: NotRequired[MultipathCounters]
     name: str

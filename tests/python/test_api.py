@@ -85,12 +85,13 @@ def test_dataframes_have_the_documented_columns(tiny: dict[str, Any]) -> None:
     assert ts.schema["cwnd_bytes"] == pl.Int64
     assert ts.schema["target_kbps"] == pl.Float64
     # Columns added later go at the end, so that positions never move.
-    assert ts.columns[-3:] == ["avail_kbps", "layer_level", "psnr_db"]
+    assert ts.columns[-3:] == ["layer_level", "protected_layers", "psnr_db"]
     assert ts.schema["avail_kbps"] == pl.Float64
     assert frames.schema["displayed_ms"] == pl.Float64
     # Layered flows only; typed all the same.
     assert frames.schema["level"] == pl.Int64
     assert ts.schema["layer_level"] == pl.Int64
+    assert ts.schema["protected_layers"] == pl.Int64
     assert frames["level"].null_count() == frames.height
     assert frames.schema["psnr_db"] == pl.Float64
     assert ts.schema["psnr_db"] == pl.Float64

@@ -1,8 +1,9 @@
 """``summary.json`` against its Python mirror, :mod:`rtcc.summary`.
 
-Runs of every flow kind (media with NACK recovery, a layered svc encoder,
-live with AutoRec and its formula, multipath-media, tfrc, tcp, udp-cbr) and a
-real loopback run (``rtcc.recv``) must write only keys the ``TypedDict`` s
+Runs of every flow kind (media with NACK recovery, a layered svc encoder
+with and without a layer plan, live with AutoRec and its formula,
+multipath-media, tfrc, tcp, udp-cbr) and a real loopback run
+(``rtcc.recv``) must write only keys the ``TypedDict`` s
 declare, with the declared value types, and every key they require: the
 schema cannot drift from what the Rust side writes (``rtcc_core::summary``).
 """
@@ -108,6 +109,7 @@ SVC: dict[str, Any] = {
 SCENARIOS: dict[str, str | dict[str, Any]] = {
     "media-nack": "scenarios/tests/gcc-loss5-nack.toml",
     "svc": SVC,
+    "svc-plan": "scenarios/tests/svc-plan-loss.toml",
     "live": "scenarios/tests/live-autorec.toml",
     "live-formula-and-cbr": LIVE_AND_CBR,
     "multipath": "scenarios/tests/multipath-2paths.toml",
@@ -138,6 +140,9 @@ def test_every_key_a_simulated_run_writes_is_declared(summaries: dict[str, RunSu
         "flows.layers",
         "flows.mean_displayed_level",
         "flows.psnr_db",
+        "flows.mean_protected_layers",
+        "flows.layers.repair_sent_packets",
+        "flows.layers.recovered_packets",
         "flows.live",
         "flows.live.formula",
         "flows.paths",

@@ -493,6 +493,7 @@ fn synthetic_transmit(seq: u64, per_frame: u64, capture_time: Instant) -> Transm
             wire_size: pk.mtu + pk.header_overhead,
             layer: 0,
             layer_end: false,
+            repair: false,
         },
         send_time: capture_time,
     }
@@ -553,6 +554,7 @@ fn loopback_send(seconds: f64) -> Result<Value, String> {
     media.sender.cc = CcConfig::Fixed(FixedConfig {
         bitrate,
         pacing_factor,
+        plan: None,
     });
     // The sink sends no feedback; without this the sender would halve its
     // rate every second (RFC 8083-style back-off).

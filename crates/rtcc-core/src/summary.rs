@@ -121,6 +121,9 @@ pub struct FlowSummary {
     /// Layered (svc) media flows that displayed a frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_displayed_level: Option<f64>,
+    /// Layered (svc) media flows that followed a layer plan at a sample.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_protected_layers: Option<f64>,
     /// Media and multipath-media flows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub media_bitrate_kbps: Option<f64>,
@@ -197,6 +200,13 @@ pub struct LayerSummary {
     pub priority_id: u8,
     /// The SVC NAL header's `quality_id`.
     pub quality_id: u8,
+    /// Flows that followed a layer plan: data packets the player got from
+    /// their repair packet first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered_packets: Option<u64>,
+    /// Flows that followed a layer plan: repair packets the sender sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair_sent_packets: Option<u64>,
     /// First transmissions the sender sent.
     pub sent_packets: u64,
     /// The SVC NAL header's `temporal_id`.

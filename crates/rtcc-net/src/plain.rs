@@ -149,6 +149,7 @@ impl PlainFrames {
             // An RFC 6184 stream has no layers.
             layer: 0,
             layer_end: false,
+            repair: false,
         })
     }
 

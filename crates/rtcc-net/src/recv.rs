@@ -907,6 +907,7 @@ mod tests {
                     wire_size: Bytes::new(148),
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 send_time: Instant::from_millis(frame_id),
             };
@@ -1110,6 +1111,7 @@ mod tests {
                     wire_size: Bytes::new(450),
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 send_time: Instant::from_millis(ms),
             };
@@ -1157,6 +1159,7 @@ mod tests {
                 wire_size: Bytes::new(300),
                 layer: 0,
                 layer_end: false,
+                repair: false,
             },
             send_time: Instant::from_millis(1),
         };
@@ -1208,6 +1211,7 @@ mod tests {
                     wire_size: Bytes::new(1000),
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 send_time: Instant::ZERO,
             };

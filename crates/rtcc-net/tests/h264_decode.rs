@@ -188,6 +188,7 @@ fn h264_stream_decodes_in_ffmpeg() {
     let cc = CcConfig::Fixed(FixedConfig {
         bitrate: Bitrate::mbps(20),
         pacing_factor: 2.5,
+        plan: None,
     });
     let sender_config = SenderConfig {
         cc,

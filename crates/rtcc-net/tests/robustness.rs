@@ -119,6 +119,7 @@ fn transmit(seq: u64, frame_id: u64, index: u32, count: u32, last: bool, payload
             wire_size: Bytes::new(payload + 48),
             layer: 0,
             layer_end: false,
+            repair: false,
         },
         send_time: Instant::from_millis(10),
     }

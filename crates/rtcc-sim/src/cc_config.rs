@@ -21,7 +21,7 @@ use rtcc_core::cc::{
     FixedConfig, GccConfig, PudicaConfig, SqpConfig, SvcProbingConfig, TfrcConfig, WebRtcBbrConfig,
 };
 use rtcc_core::media::encoder::ParametricEncoderConfig;
-use rtcc_core::media::svc::LayerLadder;
+use rtcc_core::media::svc::{LayerLadder, LayerPlan};
 use rtcc_core::{Bitrate, Bytes, Duration};
 
 /// The keys [`Keys::bounds`] reads, first in every list of allowed keys.
@@ -95,7 +95,7 @@ pub(crate) fn cc_config(
             Ok(CcConfig::Gcc(c))
         }
         "fixed" => {
-            k.check(&["bitrate", "pacing_factor"])?;
+            k.check(&["bitrate", "pacing_factor", "plan"])?;
             let mut c = FixedConfig {
                 bitrate: enc.start_bitrate,
                 ..FixedConfig::default()
@@ -103,6 +103,7 @@ pub(crate) fn cc_config(
             set(&mut c.bitrate, k.rate("bitrate")?);
             let factor = k.num_where("pacing_factor", |x| x >= 1.0, "a number ≥ 1")?;
             set(&mut c.pacing_factor, factor);
+            c.plan = k.plan("plan")?;
             Ok(CcConfig::Fixed(c))
         }
         "copa" => {
@@ -877,6 +878,43 @@ impl Keys<'_> {
         }
     }
 
+    /// A layer plan, `{ layers = 5, protected = 5 }` (`protected` default
+    /// 0, at most `layers`); the flow checks the counts against its ladder.
+    pub(crate) fn plan(&self, k: &str) -> Result<Option<LayerPlan>, String> {
+        let Some(v) = self.table.get(k) else {
+            return Ok(None);
+        };
+        let Some(table) = v.as_table() else {
+            return Err(format!(
+                "`{k}`: expected a table such as {{ layers = 5, protected = 5 }}, got {v}"
+            ));
+        };
+        let inner = Keys {
+            what: self.what,
+            name: self.name,
+            table,
+        };
+        let named = |e: String| format!("`{k}.{}", e.trim_start_matches('`'));
+        inner
+            .check(&["layers", "protected"])
+            .map_err(|e| format!("`{k}`: {e}"))?;
+        let layers = inner
+            .count::<usize>("layers")
+            .map_err(named)?
+            .ok_or_else(|| format!("`{k}.layers`: required (the data layers sent)"))?;
+        let protected = inner
+            .count::<usize>("protected")
+            .map_err(named)?
+            .unwrap_or(0);
+        if protected > layers {
+            return Err(format!(
+                "`{k}.protected`: {protected} exceeds `{k}.layers` = {layers} \
+                 (only data layers sent are protected)"
+            ));
+        }
+        Ok(Some(LayerPlan { layers, protected }))
+    }
+
     /// `true` or `false`.
     pub(crate) fn flag(&self, k: &str) -> Result<Option<bool>, String> {
         match self.table.get(k) {
@@ -1118,6 +1156,7 @@ mod tests {
         let want = FixedConfig {
             bitrate: Bitrate::kbps(450),
             pacing_factor: 1.5,
+            plan: None,
         };
         let got = parse("fixed", "bitrate = \"450kbps\"\npacing_factor = 1.5");
         assert_eq!(got, Ok(CcConfig::Fixed(want)));
@@ -1129,6 +1168,44 @@ mod tests {
             parse("fixed", "pacing_factor = 0.5"),
             Err("`pacing_factor`: expected a number ≥ 1, got 0.5".to_string())
         );
+        assert_eq!(c.plan, None);
+    }
+
+    #[test]
+    fn fixed_plan_is_a_table_of_two_counts() {
+        let Ok(CcConfig::Fixed(c)) = parse("fixed", "plan = { layers = 5, protected = 5 }") else {
+            panic!("fixed")
+        };
+        assert_eq!(
+            c.plan,
+            Some(LayerPlan {
+                layers: 5,
+                protected: 5
+            })
+        );
+        let Ok(CcConfig::Fixed(c)) = parse("fixed", "plan = { layers = 10 }") else {
+            panic!("fixed")
+        };
+        assert_eq!(c.plan, Some(LayerPlan::data(10)));
+        for (text, want) in [
+            ("plan = 5", "`plan`: expected a table"),
+            ("plan = { protected = 1 }", "`plan.layers`: required"),
+            (
+                "plan = { layers = -1 }",
+                "`plan.layers`: expected a non-negative integer",
+            ),
+            (
+                "plan = { layers = 2, protected = 3 }",
+                "`plan.protected`: 3 exceeds",
+            ),
+            (
+                "plan = { layers = 2, fec = 3 }",
+                "`plan`: unknown key `fec`",
+            ),
+        ] {
+            let err = parse("fixed", text).unwrap_err();
+            assert!(err.starts_with(want), "{text}: {err}");
+        }
     }
 
     #[test]

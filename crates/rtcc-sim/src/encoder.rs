@@ -8,6 +8,7 @@ use rtcc_core::media::encoder::{
 };
 use rtcc_core::media::ladder::{LadderEncoder, LadderTrace};
 use rtcc_core::media::psnr::PsnrConfig;
+use rtcc_core::media::svc::LayerPlan;
 use rtcc_core::media::svc_encoder::{SvcEncoder, SvcEncoderConfig};
 use rtcc_core::rng::Rng;
 use rtcc_core::{Bitrate, Bytes, Instant};
@@ -103,5 +104,11 @@ impl EncoderModel for SimEncoder {
     }
     fn rates_include_headers(&self) -> bool {
         each!(self, e => e.rates_include_headers())
+    }
+    fn set_layer_plan(&mut self, now: Instant, plan: Option<LayerPlan>) {
+        each!(self, e => e.set_layer_plan(now, plan))
+    }
+    fn protected_layers(&self, frame_id: u64) -> usize {
+        each!(self, e => e.protected_layers(frame_id))
     }
 }

@@ -788,6 +788,7 @@ mod tests {
             wire_size: Bytes::new(1063),
             layer: 0,
             layer_end: false,
+            repair: false,
         };
         let data = |copy| Datagram {
             pn: 0,

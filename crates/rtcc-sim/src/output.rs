@@ -24,7 +24,7 @@ use crate::scenario::FlowKind;
 use crate::world::{MpFlow, SenderEp, SvcFlow, World};
 
 /// Header line of `timeseries.csv` (DESIGN §4.2).
-pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps,layer_level,psnr_db";
+pub const TIMESERIES_HEADER: &str = "time_s,flow,send_rate_kbps,goodput_kbps,target_kbps,estimate_kbps,cwnd_bytes,srtt_ms,queue_bytes,queue_delay_ms,capacity_kbps,packets_sent,packets_lost,avail_kbps,layer_level,protected_layers,psnr_db";
 
 /// Header line of `frames.csv` (DESIGN §4.2).
 pub const FRAMES_HEADER: &str =
@@ -147,6 +147,9 @@ pub struct TimeseriesRow<'a> {
     pub avail: Option<Bitrate>,
     /// A layered (svc) flow's subscribed level: the layers the encoder sends.
     pub layer_level: Option<usize>,
+    /// A layered flow following a layer plan: the layers sent with a repair
+    /// stream.
+    pub protected_layers: Option<usize>,
     /// A layered (svc) flow's mean PSNR (dB) over the frames its player
     /// finished in the interval (`rtcc_core::media::psnr`).
     pub psnr: Option<f64>,
@@ -165,7 +168,7 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
     };
     writeln!(
         w,
-        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.time.as_secs_f64(),
         r.flow,
         kb(r.send_rate),
@@ -181,6 +184,9 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         count(r.packets_lost),
         kb(r.avail),
         r.layer_level.map(|l| l.to_string()).unwrap_or_default(),
+        r.protected_layers
+            .map(|l| l.to_string())
+            .unwrap_or_default(),
         db(r.psnr),
     )
 }
@@ -287,9 +293,11 @@ fn multipath_summary(m: &mut FlowSummary, world: &World, mp: &MpFlow) {
 
 /// A layered (svc) flow's part of its summary: `layers`, one entry per
 /// layer of its ladder (identifiers, packets sent and delivered, frames whose
-/// layers up to it arrived and frames shown with it),
-/// `mean_displayed_level` (over the frames displayed; absent if none) and
-/// `psnr_db` (over the frames finished; absent if none).
+/// layers up to it arrived and frames shown with it; with a layer plan,
+/// repair packets sent and data packets recovered), `mean_displayed_level`
+/// (over the frames displayed; absent if none), with a layer plan
+/// `mean_protected_layers` (over the samples that had one), and `psnr_db`
+/// (over the frames finished; absent if none).
 fn svc_summary(m: &mut FlowSummary, svc: &SvcFlow) {
     let layers = svc
         .sent
@@ -299,12 +307,15 @@ fn svc_summary(m: &mut FlowSummary, svc: &SvcFlow) {
             let level = i + 1;
             let id = LayerId::for_level(level).unwrap_or_default();
             let r = svc.received.get(i).copied().unwrap_or_default();
+            let planned = |n: u64| svc.planned.then_some(n);
             LayerSummary {
                 layer: level,
                 dependency_id: id.dependency_id,
                 temporal_id: id.temporal_id,
                 quality_id: id.quality_id,
                 priority_id: id.priority_id,
+                recovered_packets: planned(r.packets_recovered),
+                repair_sent_packets: planned(svc.repair_sent.get(i).copied().unwrap_or(0)),
                 sent_packets: sent,
                 delivered_packets: r.packets_delivered,
                 delivered_bytes: r.bytes_delivered.get(),
@@ -319,6 +330,8 @@ fn svc_summary(m: &mut FlowSummary, svc: &SvcFlow) {
         mean: round3(s.mean),
         p5: round3(s.p5),
     });
+    m.mean_protected_layers = (svc.protected_samples > 0)
+        .then(|| round3(svc.protected_sum as f64 / svc.protected_samples as f64));
 }
 
 /// The run's `summary.json` (DESIGN §4.2; docs/metrics.md).

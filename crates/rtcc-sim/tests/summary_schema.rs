@@ -133,6 +133,8 @@ fn full() -> RunSummary<Transport> {
             layer: 1,
             priority_id: 0,
             quality_id: 0,
+            recovered_packets: Some(1),
+            repair_sent_packets: Some(10),
             sent_packets: 10,
             temporal_id: 0,
         }]),
@@ -140,6 +142,7 @@ fn full() -> RunSummary<Transport> {
         loss_event_rate: Some(0.01),
         loss_rate: 0.25,
         mean_displayed_level: Some(1.0),
+        mean_protected_layers: Some(1.0),
         media_bitrate_kbps: Some(800.0),
         multipath: Some(MultipathCounters {
             frames_dropped_at_sender: 0,
@@ -292,8 +295,8 @@ rate = "500kbps"
 fn runs_of_every_flow_kind_write_a_run_summary() {
     let file = |path: &str| common::load(path);
     let inline = |text: &str| rtcc_sim::Scenario::from_toml_str(text, "<inline>").unwrap();
-    // Media with NACK recovery, svc layers, live (AutoRec, its formula),
-    // multipath-media, tfrc, tcp, udp-cbr.
+    // Media with NACK recovery, svc layers (with and without a layer plan),
+    // live (AutoRec, its formula), multipath-media, tfrc, tcp, udp-cbr.
     let scenarios = [
         (
             file("scenarios/tests/gcc-loss5-nack.toml"),
@@ -304,6 +307,11 @@ fn runs_of_every_flow_kind_write_a_run_summary() {
             file("scenarios/tests/svc-layers-loss.toml"),
             &["media"],
             "layers",
+        ),
+        (
+            file("scenarios/tests/svc-plan-loss.toml"),
+            &["media"],
+            "repair_sent_packets",
         ),
         (file("scenarios/tests/live-autorec.toml"), &["live"], "live"),
         (inline(LIVE_AND_CBR), &["live", "udp-cbr"], "formula"),

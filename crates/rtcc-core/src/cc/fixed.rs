@@ -1,9 +1,15 @@
 //! A constant-target controller, for tests and as a reference flow.
 //!
 //! It ignores all feedback: the target bitrate and pacing rate stay at the
-//! configured value for the whole run.
+//! configured value for the whole run. With a [`LayerPlan`] it is the
+//! unresponsive reference flow of papers/cdm-scalable-video.txt §VI-A,
+//! "constantly streaming at nominal rate without any congestion control": a
+//! layered sender sends the plan's layers and repair streams all along
+//! (the full content is every layer; "50 % of the content and 50 % FEC
+//! protection" is layers 1..=5 of 10, each protected).
 
 use super::{trace_kbps, CongestionController, Estimate, SendBudget, TraceSink};
+use crate::media::svc::LayerPlan;
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::time::Instant;
 use crate::units::Bitrate;
@@ -16,6 +22,11 @@ pub struct FixedConfig {
     /// Pacing rate as a multiple of the target (libwebrtc paces at 2.5× by
     /// default: `kDefaultPaceMultiplier` in pacing_controller.h).
     pub pacing_factor: f64,
+    /// The layer plan a layered sender follows for the whole run (module
+    /// doc); `None` (the default): a rate only. The target stays `bitrate`,
+    /// which should be the plan's rate ([`LayerPlan::rate`]) so that the
+    /// pacer keeps up.
+    pub plan: Option<LayerPlan>,
 }
 
 impl Default for FixedConfig {
@@ -23,6 +34,7 @@ impl Default for FixedConfig {
         FixedConfig {
             bitrate: Bitrate::mbps(1),
             pacing_factor: 2.5,
+            plan: None,
         }
     }
 }
@@ -66,6 +78,9 @@ impl CongestionController for Fixed {
             ..Default::default()
         }
     }
+    fn layer_plan(&self) -> Option<LayerPlan> {
+        self.config.plan
+    }
 }
 
 #[cfg(test)]
@@ -78,6 +93,7 @@ mod tests {
         let mut f = Fixed::new(FixedConfig {
             bitrate: Bitrate::kbps(700),
             pacing_factor: 2.5,
+            plan: None,
         });
         let lossy = FeedbackReport {
             report_time: Instant::ZERO,
@@ -87,5 +103,23 @@ mod tests {
         assert_eq!(f.target_bitrate(), Bitrate::kbps(700));
         assert_eq!(f.send_budget().pacing_rate, Bitrate::kbps(1750));
         assert_eq!(f.send_budget().cwnd, None);
+        assert_eq!(f.layer_plan(), None, "a rate only");
+    }
+
+    #[test]
+    fn a_reference_flow_keeps_its_plan() {
+        // §VI-A: "50 % of the content and 50 % FEC protection".
+        let half = LayerPlan {
+            layers: 5,
+            protected: 5,
+        };
+        let mut f = Fixed::new(FixedConfig {
+            bitrate: Bitrate::kbps(700),
+            pacing_factor: 2.5,
+            plan: Some(half),
+        });
+        f.on_feedback(Instant::from_secs(1), &FeedbackReport::default());
+        assert_eq!(f.layer_plan(), Some(half));
+        assert_eq!(f.target_bitrate(), Bitrate::kbps(700));
     }
 }

@@ -35,6 +35,7 @@ use rand::SeedableRng;
 use rand_distr::{Beta, Distribution, StandardNormal};
 
 use crate::media::frame::FrameType;
+use crate::media::svc::LayerPlan;
 use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -46,7 +47,8 @@ pub struct EncodedFrame {
     pub frame_id: u64,
     /// Capture instant (`start + frame_id / fps`).
     pub capture_time: Instant,
-    /// Encoded size (payload, no headers); at least one byte.
+    /// Encoded size (payload, no headers); at least one byte, except for a
+    /// layered frame of no layer (a layer plan of none, which is not sent).
     pub size: Bytes,
     /// Key or delta frame.
     pub frame_type: FrameType,
@@ -94,6 +96,20 @@ pub trait EncoderModel {
     /// `layer_sizes`.
     fn layer_sizes(&self, _frame_id: u64) -> Option<&[Bytes]> {
         None
+    }
+    /// The controller's layer plan ([`LayerPlan`]; `None`: it has none),
+    /// given with every target. A layered encoder sends the plan's data
+    /// layers from the next frame on, and asks for its repair streams
+    /// ([`protected_layers`](Self::protected_layers)); without a plan it
+    /// maps the target to layers as before. Encoders without layers ignore
+    /// it.
+    fn set_layer_plan(&mut self, _now: Instant, _plan: Option<LayerPlan>) {}
+    /// The layers 1..=n of this frame whose repair stream is sent, n at most
+    /// the frame's layers
+    /// ([`crate::media::packetizer::Packetizer::packetize_layers_with_repair`]). Asked right after `produce` returned
+    /// the frame, with [`layer_sizes`](Self::layer_sizes). Default 0.
+    fn protected_layers(&self, _frame_id: u64) -> usize {
+        0
     }
     /// True when the encoder's rates count packet headers (rates on the wire,
     /// as a layered encoder's ladder, [`crate::media::svc_encoder`]): the

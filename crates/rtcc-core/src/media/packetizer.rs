@@ -21,6 +21,17 @@
 //! carries its layer and, on the layer's last packet, the end-of-layer bit
 //! (the FU header's E bit, RFC 6184 §5.8) that lets the receiver tell where a
 //! layer ends.
+//!
+//! A layered sender following a [`LayerPlan`](crate::media::svc::LayerPlan)
+//! also sends a repair stream for its protected layers
+//! ([`Packetizer::packetize_layers_with_repair`]): after the frame's data
+//! packets, one repair packet per data packet of layers 1..=`protected`, a
+//! copy of it (same size, frame, index, layer and end-of-layer bit) flagged
+//! [`MediaPacket::repair`]. Over a single packet an XOR parity packet is the
+//! packet itself, so the copy is the rate-1/2 code of the plan: the receiver
+//! has the data packet when either arrives. Repairs go after every data
+//! packet of the frame rather than beside their own, so that one burst loss
+//! is less likely to take both.
 
 use crate::media::frame::FrameType;
 use crate::time::Instant;
@@ -62,6 +73,11 @@ pub struct MediaPacket {
     /// True on the last packet of its layer's sub-frame (RFC 6184 §5.8's E
     /// bit); always false for a stream without layers.
     pub layer_end: bool,
+    /// A repair packet (module doc): a copy of the data packet of the same
+    /// frame and `index`, every other field as that packet's. The session
+    /// sends it as [`PacketKind::Fec`](crate::packet::PacketKind::Fec),
+    /// without a media sequence number of its own. False for data.
+    pub repair: bool,
 }
 
 /// Packetizer settings.
@@ -114,6 +130,7 @@ impl Packetizer {
                 wire_size: payload + self.header_overhead,
                 layer: 0,
                 layer_end: false,
+                repair: false,
             });
         }
     }
@@ -147,6 +164,7 @@ impl Packetizer {
                 wire_size: payload + self.header_overhead,
                 layer: 0,
                 layer_end: false,
+                repair: false,
             });
         }
     }
@@ -172,10 +190,48 @@ impl Packetizer {
         frame_type: FrameType,
         capture_time: Instant,
         layer_sizes: &[Bytes],
+        emit: impl FnMut(MediaPacket),
+    ) {
+        self.packetize_layers_with_repair(frame_id, frame_type, capture_time, layer_sizes, 0, emit);
+    }
+
+    /// [`Packetizer::packetize_layers`], then the repair stream of layers
+    /// 1..=`protected` (module doc): each of their data packets again, in
+    /// the same order, with [`MediaPacket::repair`] set. `protected` is
+    /// clamped to the layers given; `count` and `last_in_frame` are the data
+    /// packets', so a repair tells the receiver what its data packet would
+    /// have. Allocates nothing.
+    pub fn packetize_layers_with_repair(
+        &self,
+        frame_id: u64,
+        frame_type: FrameType,
+        capture_time: Instant,
+        layer_sizes: &[Bytes],
+        protected: usize,
         mut emit: impl FnMut(MediaPacket),
     ) {
         let layer_sizes = &layer_sizes[..layer_sizes.len().min(usize::from(u8::MAX))];
         let count = self.layered_packet_count(layer_sizes);
+        let frame = LayeredFrame {
+            frame_id,
+            frame_type,
+            capture_time,
+            count,
+        };
+        self.cut_layers(&frame, layer_sizes, false, &mut emit);
+        let protected = &layer_sizes[..protected.min(layer_sizes.len())];
+        self.cut_layers(&frame, protected, true, &mut emit);
+    }
+
+    /// Emits the packets of `layer_sizes` (layers 1, 2, … of `frame`), as
+    /// data or as their repair copies.
+    fn cut_layers(
+        &self,
+        frame: &LayeredFrame,
+        layer_sizes: &[Bytes],
+        repair: bool,
+        emit: &mut impl FnMut(MediaPacket),
+    ) {
         let mut index = 0u32;
         for (layer, &size) in (1..=u8::MAX).zip(layer_sizes) {
             let n = self.packet_count(size);
@@ -184,21 +240,31 @@ impl Packetizer {
             for i in 0..n {
                 let payload = Bytes::new(base + u64::from((i as u64) < extra));
                 emit(MediaPacket {
-                    frame_id,
-                    frame_type,
-                    capture_time,
+                    frame_id: frame.frame_id,
+                    frame_type: frame.frame_type,
+                    capture_time: frame.capture_time,
                     index,
-                    count,
-                    last_in_frame: index + 1 == count,
+                    count: frame.count,
+                    last_in_frame: index + 1 == frame.count,
                     payload,
                     wire_size: payload + self.header_overhead,
                     layer,
                     layer_end: i + 1 == n,
+                    repair,
                 });
                 index += 1;
             }
         }
     }
+}
+
+/// What every packet of a layered frame carries alike.
+struct LayeredFrame {
+    frame_id: u64,
+    frame_type: FrameType,
+    capture_time: Instant,
+    /// Data packets of the whole frame.
+    count: u32,
 }
 
 #[cfg(test)]
@@ -302,7 +368,44 @@ mod tests {
         p.packetize(1, FrameType::Key, Instant::ZERO, Bytes::new(3000), |m| {
             plain.push(m)
         });
-        assert!(plain.iter().all(|m| m.layer == 0 && !m.layer_end));
+        assert!(plain
+            .iter()
+            .all(|m| m.layer == 0 && !m.layer_end && !m.repair));
+    }
+
+    #[test]
+    fn repair_copies_the_protected_layers_after_the_data() {
+        let p = Packetizer::default();
+        let sizes = [Bytes::new(417), Bytes::new(2500), Bytes::new(1)];
+        let mut v = Vec::new();
+        p.packetize_layers_with_repair(3, FrameType::Key, Instant::ZERO, &sizes, 2, |m| v.push(m));
+        // 5 data packets, then the 1 + 3 of layers 1 and 2 again.
+        assert_eq!(v.len(), 9);
+        let (data, repair) = v.split_at(5);
+        let mut plain = Vec::new();
+        p.packetize_layers(3, FrameType::Key, Instant::ZERO, &sizes, |m| plain.push(m));
+        assert_eq!(data, plain.as_slice(), "the data packets are unchanged");
+        assert!(data.iter().all(|m| !m.repair) && repair.iter().all(|m| m.repair));
+        for (r, d) in repair.iter().zip(data) {
+            // A copy: as large, same frame, index, layer and end bit.
+            assert_eq!(
+                MediaPacket {
+                    repair: false,
+                    ..*r
+                },
+                *d
+            );
+        }
+        // Clamped to the layers there are; none without protection.
+        let mut n = 0;
+        p.packetize_layers_with_repair(3, FrameType::Key, Instant::ZERO, &sizes, 9, |_| n += 1);
+        assert_eq!(n, 10);
+        n = 0;
+        p.packetize_layers_with_repair(3, FrameType::Key, Instant::ZERO, &sizes, 0, |_| n += 1);
+        assert_eq!(n, 5);
+        // A frame of no layer has no packet.
+        p.packetize_layers_with_repair(3, FrameType::Key, Instant::ZERO, &[], 2, |_| n += 1);
+        assert_eq!(n, 5);
     }
 
     #[test]

@@ -62,6 +62,16 @@
 //!   displayed level and [`Player::mean_displayed_level`] their mean. Both
 //!   frame counts are non-increasing in k by construction.
 //!
+//! - **Repair packets** ([`PacketMeta::repair`]: a layer plan's repair
+//!   stream, `Packetizer::packetize_layers_with_repair`). A repair packet is
+//!   a copy of the data packet of the same frame and index, so it is taken
+//!   as that packet: the data packet counts as received when either copy
+//!   arrives, and the second copy is a duplicate, counted once
+//!   ([`PlayerStats::packets_duplicate`]). A repair that arrives first is
+//!   counted in its layer's [`LayerStats::packets_recovered`]: the data
+//!   packet was lost, or is late (with reordering; it is then the
+//!   duplicate).
+//!
 //! Frames without layers keep `level = None` and every counter above as it
 //! was; [`PlayerStats`] means the same for both (a layered frame counts in
 //! `frames_complete` and `delivered_payload` only when every layer sent
@@ -103,6 +113,9 @@ pub struct PacketMeta {
     /// True on the last packet of its layer's sub-frame (RFC 6184 §5.8's E
     /// bit; module doc, "Layered frames").
     pub layer_end: bool,
+    /// A repair packet: a copy of the data packet of this frame and index
+    /// (module doc, "Layered frames").
+    pub repair: bool,
 }
 
 impl From<MediaPacket> for PacketMeta {
@@ -118,6 +131,7 @@ impl From<MediaPacket> for PacketMeta {
             payload: p.payload,
             layer: p.layer,
             layer_end: p.layer_end,
+            repair: p.repair,
         }
     }
 }
@@ -226,11 +240,15 @@ pub struct PlayerStats {
 /// module doc, "Layered frames").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LayerStats {
-    /// Packets of this layer accepted by the player (not duplicate, late or
-    /// invalid).
+    /// Data packets of this layer accepted by the player (not duplicate,
+    /// late or invalid), by the data packet or its repair, whichever came
+    /// first.
     pub packets_delivered: u64,
     /// Their payload.
     pub bytes_delivered: Bytes,
+    /// Of `packets_delivered`, those whose repair packet arrived first
+    /// (module doc, "Repair packets").
+    pub packets_recovered: u64,
     /// Frames whose layers 1..=k (this one and every one below) had all
     /// arrived when the frame was finished.
     pub frames_complete: u64,
@@ -543,6 +561,7 @@ impl Player {
             }
             layers[k - 1].packets_delivered += 1;
             layers[k - 1].bytes_delivered += meta.payload;
+            layers[k - 1].packets_recovered += u64::from(meta.repair);
         }
         if slot.last_index.is_some_and(|l| slot.n_received == l + 1) {
             slot.complete = Some(now);
@@ -767,6 +786,7 @@ mod tests {
                 payload: Bytes::new(1000),
                 layer: 0,
                 layer_end: false,
+                repair: false,
             })
             .collect()
     }
@@ -1203,6 +1223,66 @@ mod tests {
             q.on_packet(ms(40), &pkt);
         }
         assert_eq!(q.poll_timeout(), Some(ms(540)));
+    }
+
+    #[test]
+    fn a_repair_packet_recovers_its_lost_data_packet_and_a_second_copy_counts_once() {
+        let mut p = Player::new(PlayerConfig {
+            layered_wait: Some(Duration::ZERO),
+            ..Default::default()
+        });
+        // Three one-packet layers, layers 1 and 2 protected: data 0, 1, 2,
+        // then the repairs of 0 and 1.
+        let mut v = Vec::new();
+        crate::media::packetizer::Packetizer::default().packetize_layers_with_repair(
+            0,
+            FrameType::Key,
+            ms(0),
+            &[Bytes::new(400); 3],
+            2,
+            |m| v.push(PacketMeta::from(m)),
+        );
+        assert_eq!(v.iter().filter(|m| m.repair).count(), 2);
+        // Layer 1's data packet is lost; layer 2's arrives with its repair.
+        for (at, i) in [(20, 1), (21, 4), (22, 2)] {
+            p.on_packet(ms(at), &v[i]);
+        }
+        assert!(drain(&mut p).is_empty(), "packet 0 still missing");
+        p.on_packet(ms(23), &v[3]);
+        let r = drain(&mut p);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (r[0].complete, r[0].displayed, r[0].level),
+            (Some(ms(23)), Some(ms(23)), Some(3)),
+            "complete at every layer once the repair arrived"
+        );
+        assert_eq!(r[0].size, Bytes::new(1200), "each data packet once");
+        let s = p.stats();
+        assert_eq!(
+            (s.packets_received, s.packets_duplicate, s.frames_complete),
+            (4, 1, 1)
+        );
+        assert_eq!(s.delivered_payload, Bytes::new(1200));
+        let l = p.layer_stats();
+        let col = |f: fn(&LayerStats) -> u64| l.iter().map(f).collect::<Vec<_>>();
+        assert_eq!(col(|x| x.packets_delivered), vec![1, 1, 1]);
+        assert_eq!(col(|x| x.packets_recovered), vec![1, 0, 0]);
+        assert_eq!(col(|x| x.frames_complete), vec![1, 1, 1]);
+        // Both copies lost: the layer is missing as without repair.
+        let mut q = Player::new(PlayerConfig {
+            layered_wait: Some(Duration::ZERO),
+            ..Default::default()
+        });
+        for m in v.iter().filter(|m| m.index != 1) {
+            q.on_packet(ms(20), m);
+        }
+        let next = layered(1, false, Instant::ZERO + FRAME, &[400; 3]);
+        for m in &next {
+            q.on_packet(ms(53), m);
+        }
+        let r = drain(&mut q);
+        assert_eq!(r[0].level, Some(1));
+        assert_eq!(q.layer_stats()[0].packets_recovered, 0, "data came first");
     }
 
     #[test]

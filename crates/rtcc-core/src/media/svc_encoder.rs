@@ -23,6 +23,19 @@
 //!   whose cumulative rate fits the target. A new target applies from the
 //!   next frame, without the parametric model's rate-control lag: dropping
 //!   or adding a layer is a forwarding decision, not an encoder's.
+//! - **Plan** (papers/cdm-scalable-video.txt §III, §VI). A controller that
+//!   decides the layers itself gives a [`LayerPlan`]
+//!   ([`EncoderModel::set_layer_plan`]): from the next frame the encoder
+//!   sends its data layers 1..=`layers` whatever the target, and asks for
+//!   the repair streams of layers 1..=`protected`
+//!   ([`EncoderModel::protected_layers`]; the session cuts them,
+//!   `Packetizer::packetize_layers_with_repair`). Both counts are clamped to
+//!   the ladder (and `protected` to `layers`). A plan of no layer sends
+//!   nothing: each frame then has no layer (`layer_sizes` is empty, `size`
+//!   zero) and the session skips it; the first frame sent after such a
+//!   silence is a key frame, as the frames not sent were the references of
+//!   the encoded stream. Without a plan (`None`) the level follows the
+//!   target again.
 //! - **Content complexity** (optional): each frame's layers are scaled by one
 //!   log-normal factor of mean 1 and coefficient of variation
 //!   `size_variability`, drawn as [`ParametricEncoder`]'s
@@ -33,7 +46,8 @@
 //!   constant-rate streams, as in the papers' simulations.
 //!
 //! Call protocol: [`EncoderModel`]'s. After `produce` returned a frame,
-//! [`EncoderModel::layer_sizes`] gives its layers' payloads.
+//! [`EncoderModel::layer_sizes`] gives its layers' payloads and
+//! [`EncoderModel::protected_layers`] how many of them carry a repair stream.
 //!
 //! [`ParametricEncoder`]: crate::media::encoder::ParametricEncoder
 
@@ -42,7 +56,9 @@ use rand_distr::{Distribution, StandardNormal};
 use crate::media::encoder::{frame_time, EncodedFrame, EncoderConfigError, EncoderModel};
 use crate::media::frame::FrameType;
 use crate::media::packetizer::Packetizer;
-use crate::media::svc::{CumulativeAdapter, LayerAdapter, LayerId, LayerLadder, MAX_LAYERS};
+use crate::media::svc::{
+    CumulativeAdapter, LayerAdapter, LayerId, LayerLadder, LayerPlan, MAX_LAYERS,
+};
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::units::{Bitrate, Bytes};
@@ -137,8 +153,15 @@ pub struct SvcEncoder<A = CumulativeAdapter> {
     next_frame: u64,
     /// The controller's last target.
     target: Bitrate,
-    /// Subscribed level (1..=N) for `target`.
+    /// Subscribed level: 1..=N for `target`, or the plan's data layers
+    /// (0..=N) while there is a plan.
     level: usize,
+    /// The controller's plan, clamped to the ladder; `None`: follow `target`.
+    plan: Option<LayerPlan>,
+    /// A plan was followed at some point.
+    planned: bool,
+    /// The last frame produced had no layer (a plan of none).
+    silent: bool,
     /// Log-normal parameters of the size factor (μ, σ), mean 1.
     ln_mu: f64,
     ln_sigma: f64,
@@ -148,6 +171,8 @@ pub struct SvcEncoder<A = CumulativeAdapter> {
     /// Payload of each layer of frame `sizes_of` (capacity: every layer).
     sizes: Vec<Bytes>,
     sizes_of: Option<u64>,
+    /// Layers of frame `sizes_of` with a repair stream.
+    protected: usize,
 }
 
 impl SvcEncoder<CumulativeAdapter> {
@@ -191,12 +216,16 @@ impl<A: LayerAdapter> SvcEncoder<A> {
             next_frame: 0,
             target: config.ladder.rate(1),
             level: 1,
+            plan: None,
+            planned: false,
+            silent: false,
             ln_mu: -sigma2 / 2.0,
             ln_sigma: sigma2.sqrt(),
             rng,
             last_key: None,
             sizes: Vec::with_capacity(config.ladder.len()),
             sizes_of: None,
+            protected: 0,
             adapter,
         })
     }
@@ -206,10 +235,20 @@ impl<A: LayerAdapter> SvcEncoder<A> {
         self.adapter.ladder()
     }
 
-    /// The subscribed level (number of layers sent, 1..=N) as of the last
-    /// target.
+    /// The subscribed level (number of data layers sent) as of the last
+    /// target or plan: 1..=N, or 0 under a plan of no layer.
     pub fn level(&self) -> usize {
         self.level
+    }
+
+    /// The plan in force (clamped to the ladder), if the controller gave one.
+    pub fn plan(&self) -> Option<LayerPlan> {
+        self.plan
+    }
+
+    /// True once a plan has been followed (module doc, "Plan").
+    pub fn followed_plan(&self) -> bool {
+        self.planned
     }
 
     /// The identifiers of layer `level` ([`LayerId::for_level`]).
@@ -237,7 +276,31 @@ impl<A: LayerAdapter> SvcEncoder<A> {
 impl<A: LayerAdapter> EncoderModel for SvcEncoder<A> {
     fn set_target(&mut self, _now: Instant, target: Bitrate) {
         self.target = target;
-        self.level = self.adapter.level_for(target).clamp(1, self.ladder().len());
+        if self.plan.is_none() {
+            self.level = self.adapter.level_for(target).clamp(1, self.ladder().len());
+        }
+    }
+
+    fn set_layer_plan(&mut self, _now: Instant, plan: Option<LayerPlan>) {
+        let n = self.ladder().len();
+        let plan = plan.map(|p| {
+            let layers = p.layers.min(n);
+            LayerPlan {
+                layers,
+                protected: p.protected.min(layers),
+            }
+        });
+        if plan == self.plan {
+            return;
+        }
+        self.plan = plan;
+        self.level = match plan {
+            Some(p) => {
+                self.planned = true;
+                p.layers
+            }
+            None => self.adapter.level_for(self.target).clamp(1, n),
+        };
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -251,7 +314,11 @@ impl<A: LayerAdapter> EncoderModel for SvcEncoder<A> {
             return None;
         }
         self.next_frame += 1;
-        let key = self.is_key(k);
+        // A frame of no layer is not sent (module doc, "Plan"): the next
+        // frame that is must be decodable on its own.
+        let empty = self.level == 0;
+        let key = !empty && (self.is_key(k) || self.silent);
+        self.silent = empty;
         if key {
             self.last_key = Some(k);
         }
@@ -271,6 +338,7 @@ impl<A: LayerAdapter> EncoderModel for SvcEncoder<A> {
             self.sizes.push(payload);
         }
         self.sizes_of = Some(k);
+        self.protected = self.plan.map_or(0, |p| p.protected);
         Some(EncodedFrame {
             frame_id: k,
             capture_time,
@@ -282,8 +350,9 @@ impl<A: LayerAdapter> EncoderModel for SvcEncoder<A> {
             },
             // The target followed, as the parametric model reports it: the
             // frame's own rate is the level's, at most this (a controller
-            // that compares the two sees the ladder's quantisation).
-            target_bitrate: self.target,
+            // that compares the two sees the ladder's quantisation). Under
+            // a plan, the plan's rate, repair streams included.
+            target_bitrate: self.plan.map_or(self.target, |p| p.rate(self.ladder())),
             etr: 1.0,
         })
     }
@@ -301,6 +370,14 @@ impl<A: LayerAdapter> EncoderModel for SvcEncoder<A> {
 
     fn layer_sizes(&self, frame_id: u64) -> Option<&[Bytes]> {
         (self.sizes_of == Some(frame_id)).then_some(self.sizes.as_slice())
+    }
+
+    fn protected_layers(&self, frame_id: u64) -> usize {
+        if self.sizes_of == Some(frame_id) {
+            self.protected
+        } else {
+            0
+        }
     }
 
     fn rates_include_headers(&self) -> bool {
@@ -372,6 +449,84 @@ mod tests {
         assert_eq!(enc.layer_sizes(f.frame_id).unwrap().len(), 12);
         assert_eq!(f.target_bitrate, Bitrate::kbps(1250));
         assert!(enc.layer_sizes(f.frame_id + 1).is_none());
+    }
+
+    #[test]
+    fn a_plan_sets_the_layers_and_repair_streams_from_the_next_frame() {
+        let mut enc = encoder(smooth(), 1);
+        let t = Instant::ZERO;
+        enc.set_target(t, Bitrate::kbps(1250));
+        let f = enc.produce(t).unwrap();
+        assert_eq!(enc.layer_sizes(f.frame_id).unwrap().len(), 12);
+        assert_eq!(enc.protected_layers(f.frame_id), 0, "no plan, no repair");
+        assert!(!enc.followed_plan());
+        // §VI-A's second reference flow: layers 1..=5, each protected.
+        let half = LayerPlan {
+            layers: 5,
+            protected: 5,
+        };
+        enc.set_layer_plan(t, Some(half));
+        assert_eq!((enc.level(), enc.plan()), (5, Some(half)));
+        // A target no longer moves the level while the plan holds.
+        enc.set_target(t, Bitrate::kbps(1900));
+        assert_eq!(enc.level(), 5);
+        let f = enc.poll_timeout().and_then(|at| enc.produce(at)).unwrap();
+        assert_eq!(enc.layer_sizes(f.frame_id).unwrap().len(), 5);
+        assert_eq!(enc.protected_layers(f.frame_id), 5);
+        assert_eq!(f.target_bitrate, Bitrate::kbps(1000), "5 + 5 layer steps");
+        assert_eq!(enc.protected_layers(f.frame_id + 1), 0, "not yet produced");
+        // A new plan between two frames applies to the second.
+        enc.set_layer_plan(t, Some(LayerPlan::data(3)));
+        let g = enc.poll_timeout().and_then(|at| enc.produce(at)).unwrap();
+        assert_eq!(enc.layer_sizes(g.frame_id).unwrap().len(), 3);
+        assert_eq!(enc.protected_layers(g.frame_id), 0);
+        // Clamped to the ladder, and the protection to the data layers.
+        enc.set_layer_plan(
+            t,
+            Some(LayerPlan {
+                layers: 25,
+                protected: 30,
+            }),
+        );
+        assert_eq!(
+            enc.plan(),
+            Some(LayerPlan {
+                layers: 20,
+                protected: 20
+            })
+        );
+        // Without a plan the last target rules again.
+        enc.set_layer_plan(t, None);
+        assert_eq!((enc.level(), enc.plan()), (19, None));
+        assert!(enc.followed_plan());
+        let h = enc.poll_timeout().and_then(|at| enc.produce(at)).unwrap();
+        assert_eq!(enc.layer_sizes(h.frame_id).unwrap().len(), 19);
+        assert_eq!(enc.protected_layers(h.frame_id), 0);
+        assert_eq!(h.target_bitrate, Bitrate::kbps(1900));
+    }
+
+    #[test]
+    fn a_plan_of_no_layer_sends_nothing_and_resumes_with_a_key_frame() {
+        let mut enc = encoder(smooth(), 1);
+        let stop = LayerPlan::data(0);
+        enc.set_layer_plan(Instant::ZERO, Some(stop));
+        assert_eq!(enc.level(), 0);
+        let silent = run(&mut enc, Instant::from_millis(200));
+        assert_eq!(silent.len(), 6, "frames keep their instants");
+        for (f, sizes) in &silent {
+            assert!(sizes.is_empty() && f.size == Bytes::ZERO);
+            assert_eq!(
+                f.frame_type,
+                FrameType::Delta,
+                "an empty frame is no key frame"
+            );
+        }
+        enc.set_layer_plan(Instant::from_millis(200), Some(LayerPlan::data(2)));
+        let back = run(&mut enc, Instant::from_millis(400));
+        let types: Vec<FrameType> = back.iter().map(|(f, _)| f.frame_type).collect();
+        assert_eq!(types[0], FrameType::Key, "the first frame sent again");
+        assert!(types[1..].iter().all(|&t| t == FrameType::Delta));
+        assert!(back.iter().all(|(_, s)| s.len() == 2));
     }
 
     #[test]

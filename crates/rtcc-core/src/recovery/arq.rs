@@ -773,6 +773,7 @@ mod tests {
             wire_size: Bytes::new(1048),
             layer: 0,
             layer_end: false,
+            repair: false,
         }
     }
 

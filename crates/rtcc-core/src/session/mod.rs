@@ -89,6 +89,7 @@ mod tests {
         let cc = CcConfig::Fixed(FixedConfig {
             bitrate: target,
             pacing_factor: 2.5,
+            plan: None,
         });
         let mut sender = SenderSession::new(
             now,
@@ -382,6 +383,7 @@ mod feedback_timeout_tests {
         let cc = CcConfig::Fixed(FixedConfig {
             bitrate: target,
             pacing_factor: 2.5,
+            plan: None,
         });
         SenderSession::new(
             now,
@@ -466,6 +468,7 @@ mod feedback_timeout_tests {
                 cc: CcConfig::Fixed(FixedConfig {
                     bitrate: Bitrate::kbps(2496),
                     pacing_factor: 2.5,
+                    plan: None,
                 }),
                 packetizer: Packetizer::default(),
                 feedback_timeout: None,

@@ -1,6 +1,11 @@
 //! The media receiver session: feedback builder + player. The simulator and
 //! the real transport drive this same type.
 //!
+//! A layer plan's repair packet ([`PacketMeta::repair`]) goes to the player
+//! as the data packet it copies (the player keeps whichever copy comes
+//! first) and to the NACK requester under that packet's media sequence
+//! number, so a data packet recovered by its repair is not asked for again.
+//!
 //! Call protocol: `on_packet` for every arriving media packet; then
 //! `poll_feedback` (send what it fills), `poll_nack` (likewise, with loss
 //! recovery on), `poll_frame` (drain finished frames) and `poll_timeout`.
@@ -61,6 +66,11 @@ pub struct ReceiverStats {
     pub rtx_late: u64,
     /// Retransmissions of packets the player already had.
     pub rtx_duplicate: u64,
+    /// Repair packets of a layer plan received.
+    pub repair_received: u64,
+    /// Repair packets that brought a data packet the player was missing
+    /// (its data packet was lost, or is late).
+    pub repair_useful: u64,
 }
 
 /// The media receiver.
@@ -91,8 +101,8 @@ impl ReceiverSession {
     }
 
     /// A media packet arrived: `seq` is its transport-wide sequence number,
-    /// `media` its place in the media stream (a retransmission carries the
-    /// original's number).
+    /// `media` its place in the media stream (a retransmission and a repair
+    /// packet carry the number of the data packet they copy).
     pub fn on_packet(
         &mut self,
         now: Instant,
@@ -128,6 +138,15 @@ impl ReceiverSession {
             } else {
                 self.stats.rtx_useful += 1;
             }
+        } else if meta.repair {
+            let before = self.player.stats();
+            self.player.on_packet(now, meta);
+            let after = self.player.stats();
+            self.stats.repair_received += 1;
+            let refused = after.packets_duplicate > before.packets_duplicate
+                || after.packets_late > before.packets_late
+                || after.packets_invalid > before.packets_invalid;
+            self.stats.repair_useful += u64::from(!refused);
         } else {
             self.player.on_packet(now, meta);
         }
@@ -245,6 +264,7 @@ mod tests {
             payload: Bytes::new(1000),
             layer: 0,
             layer_end: false,
+            repair: false,
         }
     }
 
@@ -299,6 +319,56 @@ mod tests {
         assert!(r.poll_nack(ms(81), &mut nack));
         assert_eq!(nack.seqs, vec![5]);
         assert!(r.poll_timeout().is_some());
+    }
+
+    #[test]
+    fn a_repair_packet_completes_its_frame_and_is_not_asked_for_again() {
+        let mut r = ReceiverSession::new(
+            ms(0),
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+                recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            },
+        );
+        // Three one-packet layers (media 0..=2), layers 1-2 protected; the
+        // sender gives each repair its data packet's media number.
+        let mut v = Vec::new();
+        crate::media::packetizer::Packetizer::default().packetize_layers_with_repair(
+            0,
+            FrameType::Key,
+            ms(0),
+            &[Bytes::new(400); 3],
+            2,
+            |m| v.push(PacketMeta::from(m)),
+        );
+        let size = Bytes::new(448);
+        // Data 1 is lost; both repairs arrive.
+        r.on_packet(ms(10), 0, size, media(0, false), &v[0]);
+        r.on_packet(ms(11), 2, size, media(2, false), &v[2]);
+        r.on_packet(ms(12), 3, size, media(0, false), &v[3]);
+        r.on_packet(ms(13), 4, size, media(1, false), &v[4]);
+        assert_eq!(r.player().stats().frames_complete, 1);
+        let s = r.stats();
+        assert_eq!((s.repair_received, s.repair_useful), (2, 1), "{s:?}");
+        // Media 1 arrived through its repair: nothing to ask for.
+        let mut nack = Nack::default();
+        assert!(!r.poll_nack(ms(13), &mut nack), "{:?}", nack.seqs);
+        assert_eq!(r.player().layer_stats()[1].packets_recovered, 1);
+        // Without its repair, media 1 is asked for at once.
+        let mut bare = ReceiverSession::new(
+            ms(0),
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+                recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            },
+        );
+        bare.on_packet(ms(10), 0, size, media(0, false), &v[0]);
+        bare.on_packet(ms(11), 2, size, media(2, false), &v[2]);
+        bare.on_packet(ms(12), 3, size, media(0, false), &v[3]);
+        assert!(bare.poll_nack(ms(13), &mut nack));
+        assert_eq!(nack.seqs, vec![1]);
     }
 
     #[test]

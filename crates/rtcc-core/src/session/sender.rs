@@ -21,6 +21,19 @@
 //! pacer queue is full. A dropped frame is skipped the way an encoder skips a
 //! capture: the frames sent keep consecutive frame ids (the next frame
 //! references the last one sent), so the receiver's decoding chain holds.
+//!
+//! A controller with a layer plan ([`CongestionController::layer_plan`],
+//! papers/cdm-scalable-video.txt §III) has it passed to the encoder with
+//! every target and before every frame, so a change applies from the next
+//! frame. A layered frame's repair packets (the plan's protected layers,
+//! `Packetizer::packetize_layers_with_repair`) are queued after its data
+//! packets and sent as [`PacketKind::Fec`]: each takes a transport-wide
+//! sequence number and counts in flight like any packet, carries the media
+//! sequence number of the data packet it copies (as a FlexFEC packet names
+//! the packets it protects, RFC 8627 §4.2), is not part of the frame's packet
+//! train (`SentPacket::first_in_frame`/`last_in_frame` stay false), and is
+//! not shown to loss recovery. A frame of no layer (a plan of none: the
+//! flow sends nothing) is skipped as a dropped frame is.
 
 use std::collections::VecDeque;
 
@@ -161,12 +174,14 @@ pub struct Transmit {
     /// Transport-wide sequence number.
     pub seq: SeqNo,
     /// Media sequence number (the RTP sequence of the media stream, unwrapped;
-    /// for a retransmission, the original packet's: RFC 4588's OSN). For
-    /// padding, the next media packet's number, which padding does not use.
+    /// for a retransmission, the original packet's: RFC 4588's OSN; for a
+    /// repair packet, the data packet's it copies). For padding, the next
+    /// media packet's number, which padding does not use.
     pub media_seq: MediaSeqNo,
-    /// First transmission ([`PacketKind::Media`]), a retransmission, or
-    /// probe padding ([`PacketKind::Padding`]: `packet` has no payload and
-    /// its frame fields mean nothing).
+    /// First transmission ([`PacketKind::Media`]), a retransmission, a
+    /// layer plan's repair packet ([`PacketKind::Fec`] with
+    /// `packet.repair`), or probe padding ([`PacketKind::Padding`]: `packet`
+    /// has no payload and its frame fields mean nothing).
     pub kind: PacketKind,
     /// The media it carries (`wire_size` includes [`RTX_OVERHEAD`] on a
     /// retransmission).
@@ -210,6 +225,13 @@ pub struct SenderStats {
     /// Frames dropped at the sender because the queue was too long
     /// ([`SenderConfig::frame_drop_queue_time`]); not in `frames_encoded`.
     pub frames_dropped_at_sender: u64,
+    /// Frames of a layered encoder that had no layer to send (a layer plan
+    /// of none); skipped as dropped frames are, not in `frames_encoded`.
+    pub frames_without_layers: u64,
+    /// Repair packets of the layer plan sent (included in `packets_sent`).
+    pub repair_packets_sent: u64,
+    /// Their bytes on the wire (included in `bytes_sent`).
+    pub repair_bytes_sent: u64,
 }
 
 /// The media sender.
@@ -220,6 +242,11 @@ pub struct SenderSession<E> {
     /// Recovery is on (its rate is taken out of the encoder target).
     recovery_on: bool,
     next_media_seq: MediaSeqNo,
+    /// The frame whose first data packet was sent last, and that packet's
+    /// media sequence number: the data packet of index `i` of that frame
+    /// has `seq + i` (the frame's data packets leave in order, before its
+    /// repair packets and the next frame's packets).
+    frame_media_seq: (u64, MediaSeqNo),
     /// Smoothed RTT from feedback (RFC 6298 §2), for recovery.
     srtt: Option<Duration>,
     /// Recovery packets sent within [`RECOVERY_RATE_WINDOW`]: (time, bytes).
@@ -270,12 +297,14 @@ impl<E: EncoderModel> SenderSession<E> {
         pacer.set_queue_time_limit(now, config.queue_time_limit);
         let start = encoder_target(&encoder, &config.packetizer, cc.target_bitrate());
         encoder.set_target(now, start);
+        encoder.set_layer_plan(now, cc.layer_plan());
         SenderSession {
             pacer,
             cc,
             recovery: config.recovery.build(now),
             recovery_on: !config.recovery.is_none(),
             next_media_seq: 0,
+            frame_media_seq: (u64::MAX, 0),
             srtt: None,
             recovery_sent: VecDeque::new(),
             recovery_window_bytes: Bytes::ZERO,
@@ -345,9 +374,10 @@ impl<E: EncoderModel> SenderSession<E> {
     }
 
     /// Pad media packets of a probe that asks for equal-sized packets
-    /// ([`ProbeRequest::pad_media`]: a packet train) up to its
-    /// `padding_size` (RFC 3550 §5.1 padding; counted as padding bytes,
-    /// the payload unchanged). Only the first transmission is padded, not a
+    /// ([`ProbeRequest::pad_media`](crate::cc::ProbeRequest::pad_media): a
+    /// packet train) up to its `padding_size` (RFC 3550 §5.1 padding;
+    /// counted as padding bytes, the payload unchanged). Only the first
+    /// transmission is padded, not a
     /// retransmission. A transport that cannot write padding into media
     /// packets leaves this off, and its trains keep the media's own sizes.
     pub fn enable_media_padding(&mut self) {
@@ -377,6 +407,7 @@ impl<E: EncoderModel> SenderSession<E> {
         self.pacer.set_budget(now, budget);
         let target = encoder_target(&self.encoder, &self.packetizer, target);
         self.encoder.set_target(now, target);
+        self.encoder.set_layer_plan(now, self.cc.layer_plan());
     }
 
     /// The part of `target` left to new media once the recovery packets of
@@ -444,9 +475,22 @@ impl<E: EncoderModel> SenderSession<E> {
         debug_assert!(now >= self.last_now, "time went backwards");
         self.last_now = now;
         while self.encoder.poll_timeout().is_some_and(|t| t <= now) {
+            // The plan as of now, whatever input changed it (module doc).
+            self.encoder.set_layer_plan(now, self.cc.layer_plan());
             let Some(frame) = self.encoder.produce(now) else {
                 break;
             };
+            if self
+                .encoder
+                .layer_sizes(frame.frame_id)
+                .is_some_and(|l| l.is_empty())
+            {
+                // Nothing to send (module doc); the encoder makes the next
+                // frame sent a key frame.
+                self.stats.frames_without_layers += 1;
+                self.frame_id_offset += 1;
+                continue;
+            }
             if self.queue_full() {
                 // Skipped as libwebrtc's paused encoder skips it: never
                 // queued, not shown to the controller (it never reached the
@@ -489,11 +533,12 @@ impl<E: EncoderModel> SenderSession<E> {
                     u32::try_from(sizes.len()).unwrap_or(u32::MAX)
                 }
                 (None, Some(sizes)) => {
-                    self.packetizer.packetize_layers(
+                    self.packetizer.packetize_layers_with_repair(
                         frame_id,
                         frame.frame_type,
                         frame.capture_time,
                         sizes,
+                        self.encoder.protected_layers(frame.frame_id),
                         push,
                     );
                     self.packetizer.layered_packet_count(sizes)
@@ -553,7 +598,7 @@ impl<E: EncoderModel> SenderSession<E> {
             return self.poll_padding(now);
         }
         if !recover {
-            if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
+            if let Some(head) = self.queue.front().filter(|h| h.index == 0 && !h.repair) {
                 // Frame-burst mode arms when the frame reaches the head (pacer
                 // doc); not while a retransmission goes first, so the burst is
                 // the frame's own.
@@ -585,11 +630,27 @@ impl<E: EncoderModel> SenderSession<E> {
                 if let Some(t) = self.enqueued_at.pop_front() {
                     self.enqueued_sum_ns -= u128::from(t.as_nanos());
                 }
-                let m = self.next_media_seq;
-                self.next_media_seq += 1;
-                (m, PacketKind::Media, head)
+                if head.repair {
+                    // The media sequence number of the data packet it copies.
+                    let (frame, first) = self.frame_media_seq;
+                    let m = if frame == head.frame_id {
+                        first + u64::from(head.index)
+                    } else {
+                        self.next_media_seq
+                    };
+                    (m, PacketKind::Fec, head)
+                } else {
+                    let m = self.next_media_seq;
+                    self.next_media_seq += 1;
+                    if head.index == 0 {
+                        self.frame_media_seq = (head.frame_id, m);
+                    }
+                    (m, PacketKind::Media, head)
+                }
             }
         };
+        // Loss recovery's packets are copies of data packets, never repairs.
+        let repair = packet.repair;
         // Retransmissions keep the packet as first sent (unpadded).
         let unpadded = packet;
         let padding = self.media_padding_for(now, kind, packet.wire_size);
@@ -610,14 +671,20 @@ impl<E: EncoderModel> SenderSession<E> {
             bytes_in_flight: self.history.in_flight(),
         };
         self.record_sent(now, sent);
-        self.recovery
-            .on_packet_sent(now, media_seq, &unpadded, kind);
+        if !repair {
+            self.recovery
+                .on_packet_sent(now, media_seq, &unpadded, kind);
+        }
         self.stats.padding_bytes_sent += padding.get();
         self.pacer.set_budget(now, self.cc.send_budget());
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += packet.wire_size.get();
         if media {
             self.stats.payload_sent += packet.payload.get();
+        } else if repair {
+            // The plan's, not loss recovery's: not taken out of the target.
+            self.stats.repair_packets_sent += 1;
+            self.stats.repair_bytes_sent += packet.wire_size.get();
         } else {
             self.recovery_sent.push_back((now, packet.wire_size));
             self.recovery_window_bytes += packet.wire_size;
@@ -714,6 +781,7 @@ impl<E: EncoderModel> SenderSession<E> {
             wire_size: size,
             layer: 0,
             layer_end: false,
+            repair: false,
         };
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -796,7 +864,7 @@ impl<E: EncoderModel> SenderSession<E> {
         consider(self.recovery.poll_timeout());
         let recover = self.recovery.has_pending(self.queue.is_empty());
         if !recover {
-            if let Some(head) = self.queue.front().filter(|h| h.index == 0) {
+            if let Some(head) = self.queue.front().filter(|h| h.index == 0 && !h.repair) {
                 self.pacer.on_frame_at_head(now, head.frame_id);
             }
         }
@@ -862,6 +930,7 @@ mod tests {
     use crate::cc::FixedConfig;
     use crate::media::encoder::{EncodedFrame, TraceEncoder};
     use crate::media::frame::FrameType;
+    use crate::media::svc::LayerPlan;
     use crate::recovery::RecoveryConfig;
 
     /// An encoder whose frames come with their own packet sizes, like an
@@ -894,6 +963,7 @@ mod tests {
             cc: CcConfig::Fixed(FixedConfig {
                 bitrate: Bitrate::mbps(100),
                 pacing_factor: 2.5,
+                plan: None,
             }),
             packetizer: Packetizer::default(),
             feedback_timeout: None,
@@ -1057,6 +1127,121 @@ mod tests {
             .all(|x| x.kind == PacketKind::Media || x.send_time < Instant::from_millis(40)));
     }
 
+    /// Everything a fixed-rate sender of a smooth 10-layer SVC stream
+    /// (100 kbps per layer) following `plan` sends in its first second.
+    fn planned_sends(plan: Option<LayerPlan>) -> (Vec<Transmit>, SenderStats) {
+        use crate::media::svc::LayerLadder;
+        use crate::media::svc_encoder::{SvcEncoder, SvcEncoderConfig};
+        let enc = SvcEncoder::new(
+            Instant::ZERO,
+            SvcEncoderConfig {
+                ladder: LayerLadder::uniform(10, Bitrate::kbps(100)).unwrap(),
+                size_variability: 0.0,
+                ..SvcEncoderConfig::default()
+            },
+            crate::rng::stream(1, 1),
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            cc: CcConfig::Fixed(FixedConfig {
+                bitrate: Bitrate::mbps(1),
+                pacing_factor: 2.5,
+                plan,
+            }),
+            ..config()
+        };
+        let mut s = SenderSession::new(Instant::ZERO, cfg, enc);
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        while t < Instant::from_secs(1) {
+            s.on_timeout(t);
+            while let Some(tx) = s.poll_transmit(t) {
+                out.push(tx);
+            }
+            t += Duration::from_micros(500);
+        }
+        (out, *s.stats())
+    }
+
+    #[test]
+    fn a_plan_of_5_protected_layers_sends_each_of_their_packets_twice() {
+        let half = LayerPlan {
+            layers: 5,
+            protected: 5,
+        };
+        let (sent, stats) = planned_sends(Some(half));
+        let count = |kind: PacketKind, layer: u8| {
+            sent.iter()
+                .filter(|x| x.kind == kind && x.packet.layer == layer)
+                .count()
+        };
+        for k in 1..=5 {
+            let data = count(PacketKind::Media, k);
+            assert!(data >= 29, "layer {k}: {data} data packets in 1 s");
+            assert_eq!(
+                count(PacketKind::Fec, k),
+                data,
+                "layer {k}: one repair each"
+            );
+        }
+        for k in 6..=10 {
+            assert_eq!(count(PacketKind::Media, k) + count(PacketKind::Fec, k), 0);
+        }
+        let data: Vec<&Transmit> = sent
+            .iter()
+            .filter(|x| x.kind == PacketKind::Media)
+            .collect();
+        let repair: Vec<&Transmit> = sent.iter().filter(|x| x.kind == PacketKind::Fec).collect();
+        assert_eq!(
+            repair.len(),
+            data.len(),
+            "exactly twice layers 1-5's packets"
+        );
+        assert!(data.iter().all(|x| !x.packet.repair) && repair.iter().all(|x| x.packet.repair));
+        assert_eq!(stats.repair_packets_sent, repair.len() as u64);
+        assert_eq!(
+            stats.repair_bytes_sent,
+            repair.iter().map(|x| x.packet.wire_size.get()).sum::<u64>()
+        );
+        assert_eq!(stats.packets_sent, sent.len() as u64);
+        // Each repair copies a data packet sent before it, media sequence
+        // number included; data keep consecutive media numbers.
+        for r in &repair {
+            let d = data
+                .iter()
+                .find(|d| d.media_seq == r.media_seq)
+                .expect("the data packet it repairs");
+            assert_eq!(
+                MediaPacket {
+                    repair: false,
+                    ..r.packet
+                },
+                d.packet
+            );
+            assert!(d.seq < r.seq && d.send_time <= r.send_time);
+        }
+        let media: Vec<u64> = data.iter().map(|x| x.media_seq).collect();
+        assert_eq!(media, (0..data.len() as u64).collect::<Vec<_>>());
+        // Transport sequence numbers run over both.
+        let seqs: Vec<u64> = sent.iter().map(|x| x.seq).collect();
+        assert_eq!(seqs, (0..sent.len() as u64).collect::<Vec<_>>());
+        // A frame's repairs follow all its data packets.
+        let first = sent.iter().position(|x| x.kind == PacketKind::Fec).unwrap();
+        assert_eq!(first, 5, "frame 0's five data packets first");
+        // Without a plan, the same controller's target picks 10 data layers.
+        let (plain, stats) = planned_sends(None);
+        assert!(plain.iter().all(|x| x.kind == PacketKind::Media));
+        assert_eq!(plain.iter().map(|x| x.packet.layer).max(), Some(10));
+        assert_eq!(stats.repair_packets_sent, 0);
+    }
+
+    #[test]
+    fn a_plan_of_no_layer_sends_nothing() {
+        let (sent, stats) = planned_sends(Some(LayerPlan::data(0)));
+        assert!(sent.is_empty(), "{} packets", sent.len());
+        assert_eq!((stats.frames_encoded, stats.frames_without_layers), (0, 30));
+    }
+
     /// An SVC-probing sender of 100 B frames for `ms` milliseconds, with
     /// probe padding and optionally media padding.
     fn svc_sends(media_padding: bool, ms: u64) -> (Vec<Transmit>, SenderStats) {
@@ -1167,6 +1352,7 @@ mod tests {
             cc: CcConfig::Fixed(FixedConfig {
                 bitrate: Bitrate::mbps(1),
                 pacing_factor: 1.0,
+                plan: None,
             }),
             recovery: RecoveryConfig::Nack(ArqConfig::default()),
             ..config()
@@ -1291,6 +1477,7 @@ mod tests {
             cc: CcConfig::Fixed(FixedConfig {
                 bitrate: Bitrate::kbps(200),
                 pacing_factor: 1.0,
+                plan: None,
             }),
             queue_time_limit: None,
             frame_drop_queue_time: drop,
@@ -1362,6 +1549,7 @@ mod tests {
             cc: CcConfig::Fixed(FixedConfig {
                 bitrate: Bitrate::mbps(2),
                 pacing_factor: 1.0,
+                plan: None,
             }),
             frame_drop_queue_time: Some(Duration::from_millis(100)),
             ..config()

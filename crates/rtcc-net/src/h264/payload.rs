@@ -206,6 +206,7 @@ mod tests {
                 wire_size: B::new(payloads[index].len() as u64 + 68),
                 layer: 0,
                 layer_end: false,
+                repair: false,
             },
             send_time: Instant::ZERO,
         };

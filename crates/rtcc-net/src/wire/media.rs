@@ -546,6 +546,7 @@ impl RtpMedia<'_> {
             // The real transport's sources have no layers.
             layer: 0,
             layer_end: false,
+            repair: false,
         })
     }
 }
@@ -760,6 +761,7 @@ pub(crate) mod tests {
                 wire_size: B::new(payload) + pk.header_overhead,
                 layer: 0,
                 layer_end: false,
+                repair: false,
             },
             send_time: Instant::from_millis(1_005),
         }

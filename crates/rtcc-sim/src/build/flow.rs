@@ -6,7 +6,9 @@
 //!   packetizer alike (`media_parts`); a media flow adds its loss recovery
 //!   and player, a multipath one its scheduler and per-path controllers. A
 //!   media flow with the layered (svc) encoder and `cc = "svc-probing"` gives
-//!   the controller the encoder's ladder, unless its `cc_config` sets one.
+//!   the controller the encoder's ladder, unless its `cc_config` sets one;
+//!   with `cc = "fixed"` and a `plan` (a reference flow), the plan is checked
+//!   against the encoder's ladder and the target defaults to its rate.
 //! - A live flow's setup is [`crate::live::live_setup`]'s; TCP and CBR flows
 //!   take their few keys over the defaults; a TFRC flow ([`TfrcSetup`]) its
 //!   packet size, feedback interval and TFRC's `cc_config` keys.
@@ -197,6 +199,52 @@ impl World {
                 cc_table.is_some_and(|t| t.contains_key("layers") || t.contains_key("layer_rate"));
             if !own {
                 c.ladder = svc.ladder.clone();
+            }
+        }
+        // CDM's PIDs are the layered encoder's layers (§III: equal-rate
+        // substreams), unless its table sets them.
+        if let (EncoderKind::Svc(svc, _), CcConfig::Cdm(c)) = (&kind, &mut cc) {
+            let table = |k: &str| cc_table.is_some_and(|t| t.contains_key(k));
+            if !table("pids") {
+                c.pids = svc.ladder.len();
+            }
+            if !table("nominal_rate") {
+                c.nominal_rate = svc.ladder.rate(svc.ladder.len());
+            }
+            c.validate().map_err(|e| {
+                sc.error(
+                    f.cc_config.as_ref().map(|t| t.span()),
+                    &key("cc_config"),
+                    e.to_string(),
+                )
+            })?;
+        }
+        if let CcConfig::Fixed(c) = &mut cc {
+            if let Some(plan) = c.plan {
+                let span = f.cc_config.as_ref().map(|t| t.span());
+                let EncoderKind::Svc(svc, _) = &kind else {
+                    return Err(sc.error(
+                        span,
+                        &key("cc_config.plan"),
+                        "applies only with encoder.kind = \"svc\" (a layered encoder)".to_string(),
+                    ));
+                };
+                let n = svc.ladder.len();
+                if !(1..=n).contains(&plan.layers) {
+                    return Err(sc.error(
+                        span,
+                        &key("cc_config.plan.layers"),
+                        format!(
+                            "{} is out of range (1..={n}, the encoder's layers)",
+                            plan.layers
+                        ),
+                    ));
+                }
+                // The plan's rate on the wire, repair streams included,
+                // unless the table says otherwise: the pacer keeps up.
+                if !cc_table.is_some_and(|t| t.contains_key("bitrate")) {
+                    c.bitrate = plan.rate(&svc.ladder);
+                }
             }
         }
         Ok(MediaParts {

@@ -176,12 +176,19 @@ impl World {
                 }
                 SenderEp::Idle => (None, None, None, None, None),
             };
-            // A layered flow's subscribed level, and the mean PSNR of the
-            // frames its player finished since the last sample.
-            let layer_level = match &f.sender {
-                SenderEp::Media(s) => s.encoder().svc().map(|e| e.level()),
-                _ => None,
+            // A layered flow's subscribed level, its protected layers while
+            // it follows a layer plan, and the mean PSNR of the frames its
+            // player finished since the last sample.
+            let (layer_level, protected_layers) = match &f.sender {
+                SenderEp::Media(s) => s.encoder().svc().map_or((None, None), |e| {
+                    (Some(e.level()), e.plan().map(|p| p.protected))
+                }),
+                _ => (None, None),
             };
+            if let (Some(p), Some(svc), true) = (protected_layers, &mut f.svc, now <= f.stop) {
+                svc.protected_sum += p as u64;
+                svc.protected_samples += 1;
+            }
             let psnr = f
                 .svc
                 .as_mut()
@@ -236,6 +243,7 @@ impl World {
                     packets_lost: Some(packets_lost),
                     avail,
                     layer_level,
+                    protected_layers,
                     psnr,
                 },
             );

@@ -971,6 +971,7 @@ impl<E: EncoderModel> MultipathSender<E> {
                 wire_size: size,
                 layer: 0,
                 layer_end: false,
+                repair: false,
             },
             send_time: now,
         }

@@ -23,6 +23,7 @@ fn fixed(rate: Bitrate, pacing_factor: f64) -> CcConfig {
     CcConfig::Fixed(FixedConfig {
         bitrate: rate,
         pacing_factor,
+        plan: None,
     })
 }
 
@@ -503,6 +504,7 @@ fn seg(frame_id: u64, key: bool, capture: u64, index: u32, count: u32) -> MediaP
         wire_size: Bytes::new(1048),
         layer: 0,
         layer_end: false,
+        repair: false,
     }
 }
 

@@ -253,6 +253,7 @@ fn live_payload(body: &ColdBody, size: Bytes) -> Option<(u64, Payload)> {
                     // A live flow's source is the parametric model: no layers.
                     layer: 0,
                     layer_end: false,
+                    repair: false,
                 },
                 copy,
             },
@@ -285,6 +286,7 @@ mod tests {
             wire_size: Bytes::new(1250),
             layer: 0,
             layer_end: false,
+            repair: false,
         };
         let repair = FecRepair::new(10, 0b1011, Bytes::new(1300)).unwrap();
         for (size, payload) in [

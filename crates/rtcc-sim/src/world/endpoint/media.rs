@@ -7,14 +7,15 @@
 //!   padding (`Body::Padding`).
 //! - Reverse: transport feedback (`Body::Feedback`, in `World::fb_pool`) and
 //!   NACKs (`Body::Nack`, in `World::nack_pool`), refilled in place.
-//! - Goodput: the payload of new media packets, and of retransmissions that
-//!   brought a packet the player was missing.
+//! - Goodput: the payload of new media packets, and of retransmissions and
+//!   layer-plan repair packets that brought a packet the player was missing.
 //! - End of run: the player's results and, when the flow recovers losses,
 //!   the recovery counters ([`MediaOutcome`], [`RecoveryOutcome`]).
-//! - Layered (svc) flows: the sender's media packets counted per layer as
-//!   they leave, in an array sized at the start ([`SvcFlow`]); each finished
-//!   frame's PSNR (`rtcc_core::media::psnr`); at the end, the player's
-//!   per-layer counters and mean displayed level.
+//! - Layered (svc) flows: the sender's media packets and layer-plan repair
+//!   packets counted per layer as they leave, in arrays sized at the start
+//!   ([`SvcFlow`]); each finished frame's PSNR (`rtcc_core::media::psnr`);
+//!   at the end, the player's per-layer counters, mean displayed level and
+//!   whether the encoder ever followed a plan.
 //!
 //! ## Call protocol
 //!
@@ -73,6 +74,8 @@ pub(crate) struct SvcFlow {
     /// Media packets sent (first transmissions) of layer k at index k − 1,
     /// one entry per layer of the ladder.
     pub(crate) sent: Vec<u64>,
+    /// Repair packets of a layer plan sent, likewise.
+    pub(crate) repair_sent: Vec<u64>,
     /// The player's counters per layer at the end of the run (as many as the
     /// highest layer that arrived).
     pub(crate) received: Vec<LayerStats>,
@@ -80,6 +83,12 @@ pub(crate) struct SvcFlow {
     pub(crate) mean_displayed_level: Option<f64>,
     /// The PSNR of the frames the player finished (fed in `drain_frames`).
     pub(crate) psnr: Option<PsnrMeter>,
+    /// The encoder followed its controller's layer plan at some point.
+    pub(crate) planned: bool,
+    /// Σ protected layers over the samples at which a plan was in force
+    /// while the flow was active, and their number (`monitor.rs`).
+    pub(crate) protected_sum: u64,
+    pub(crate) protected_samples: u64,
 }
 
 impl World {
@@ -114,6 +123,7 @@ impl World {
             f.svc = Some(Box::new(SvcFlow {
                 sent: vec![0; svc.ladder().len()],
                 psnr: meter,
+                repair_sent: vec![0; svc.ladder().len()],
                 ..SvcFlow::default()
             }));
         }
@@ -137,11 +147,17 @@ impl World {
                 return;
             };
             let Some(t) = s.poll_transmit(now) else { break };
-            if let (PacketKind::Media, Some(svc)) = (t.kind, &mut self.flows[fi].svc) {
-                if let Some(n) = usize::from(t.packet.layer)
-                    .checked_sub(1)
-                    .and_then(|k| svc.sent.get_mut(k))
-                {
+            if let Some(svc) = &mut self.flows[fi].svc {
+                let per_layer = match t.kind {
+                    PacketKind::Media => Some(&mut svc.sent),
+                    PacketKind::Fec if t.packet.repair => Some(&mut svc.repair_sent),
+                    _ => None,
+                };
+                if let Some(n) = per_layer.and_then(|counts| {
+                    usize::from(t.packet.layer)
+                        .checked_sub(1)
+                        .and_then(|k| counts.get_mut(k))
+                }) {
                     *n += 1;
                 }
             }
@@ -258,15 +274,16 @@ impl World {
     ) {
         let now = self.now;
         let fi = p.flow as usize;
-        if !media.retransmission {
+        if !media.retransmission && !meta.repair {
             self.flows[fi].counters.goodput_bytes += meta.payload.get();
         }
         if let ReceiverEp::Media(r) = &mut self.flows[fi].receiver {
             let pm = PacketMeta::from(meta);
-            let useful = r.stats().rtx_useful;
+            let useful = (r.stats().rtx_useful, r.stats().repair_useful);
             r.on_packet(now, seq, p.size, media, &pm);
-            // A retransmission is goodput when it brought a missing packet.
-            if r.stats().rtx_useful > useful {
+            // A retransmission or a repair is goodput when it brought a
+            // missing packet.
+            if (r.stats().rtx_useful, r.stats().repair_useful) != useful {
                 self.flows[fi].counters.goodput_bytes += meta.payload.get();
             }
         }
@@ -291,6 +308,9 @@ impl World {
         if let Some(svc) = &mut f.svc {
             svc.received = r.player().layer_stats().to_vec();
             svc.mean_displayed_level = r.player().mean_displayed_level();
+            if let SenderEp::Media(s) = &f.sender {
+                svc.planned = s.encoder().svc().is_some_and(|e| e.followed_plan());
+            }
         }
         let active = f.stop.min(self.end) - f.start;
         let recovery = match &f.sender {
