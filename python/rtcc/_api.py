@@ -205,9 +205,43 @@ def run(
 def _to_toml(scenario: Mapping[str, Any]) -> str:
     """Serialise a dict scenario, naming what TOML cannot hold."""
     try:
-        return tomli_w.dumps(_coerce_table(scenario))
+        return _explicit_tables(tomli_w.dumps(_coerce_table(scenario)))
     except (TypeError, ValueError) as e:
         raise ScenarioError(f"{DICT_ORIGIN}: cannot be written as TOML: {e}") from e
+
+
+def _explicit_tables(text: str) -> str:
+    """Give every table a header of its own before its sub-tables' headers.
+
+    tomli_w writes a table that holds only tables (``cc_config = {plan =
+    {...}}``) as an implicit table: ``[flow.cc_config.plan]`` with no
+    ``[flow.cc_config]``. That is valid TOML, but the toml crate (0.8)
+    cannot read an implicit table into the span-keeping type the scenario
+    loader uses for ``cc_config`` ("expected a borrowed string"), so the
+    parents' headers are written out (an empty ``[flow.cc_config]`` first).
+    """
+    out: list[str] = []
+    defined: set[str] = set()
+    array_root = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("[[") and stripped.endswith("]]"):
+            array_root = stripped[2:-2].strip()
+            defined = set()
+        elif stripped.startswith("[") and stripped.endswith("]") and '"' not in stripped:
+            parts = stripped[1:-1].strip().split(".")
+            skip = len(array_root.split(".")) if array_root else 0
+            for n in range(max(skip, 1), len(parts)):
+                parent = ".".join(parts[:n])
+                if parent == array_root or parent in defined:
+                    continue
+                if array_root and not parent.startswith(array_root + "."):
+                    continue
+                out.append(f"[{parent}]")
+                defined.add(parent)
+            defined.add(".".join(parts))
+        out.append(line)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def _coerce_table(table: Mapping[Any, object]) -> dict[str, object]:

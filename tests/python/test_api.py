@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -290,3 +291,31 @@ def test_gil_is_released_while_running(tiny: dict[str, Any]) -> None:
     # Holding the GIL for the run would leave the worker at most one tick.
     assert elapsed > 0.05, f"run too short ({elapsed:.3f} s) to observe the worker"
     assert during >= 10, (during, elapsed)
+
+
+def test_a_dict_cc_config_holding_only_a_table_runs() -> None:
+    # tomli_w writes `cc_config = {"plan": {...}}` as an implicit table
+    # (`[flow.cc_config.plan]` alone), which the toml crate cannot read into
+    # the loader's spanned table; the dict path writes the parent's header.
+    from rtcc._api import _to_toml
+
+    scenario = {
+        "name": "plan-from-dict",
+        "duration": "3s",
+        "topology": {"kind": "single"},
+        "link": [{"name": "l", "rate": "2Mbps", "delay": "10ms", "queue": "200ms"}],
+        "flow": [
+            {
+                "name": "video",
+                "kind": "media",
+                "cc": "fixed",
+                "cc_config": {"plan": {"layers": 5, "protected": 5}},
+                "encoder": {"kind": "svc", "layers": 10, "layer_rate": "70kbps", "fps": 30},
+            }
+        ],
+    }
+    text = _to_toml(scenario)
+    assert "[flow.cc_config]\n[flow.cc_config.plan]" in text
+    assert tomllib.loads(text) == scenario
+    flow = rtcc.run(scenario, seed=1).summary["flows"][0]
+    assert flow.get("mean_protected_layers") == 5.0
