@@ -12,7 +12,6 @@
 //!   that of the frames shown;
 //! - a flow without layers has no PSNR, and the scenario keys are checked.
 
-use std::path::Path;
 
 use rtcc_core::media::psnr::{
     RdCurve, BLANK_PSNR_DB, FREEZE, PAPER_ANCHORS, PAPER_CURVE, X264_CURVE, X264_MAX_RESIDUAL_DB,
@@ -22,7 +21,7 @@ use rtcc_sim::Scenario;
 use serde_json::Value;
 
 mod common;
-use common::{first_flow, load, repo, tmp};
+use common::{column, first_flow, load, repo, tmp};
 
 fn calibration() -> Value {
     let path = repo().join("data/psnr-calibration.json");
@@ -148,23 +147,6 @@ encoder = {{ kind = "svc", layers = 10, layer_rate = "84kbps", fps = 30{psnr} }}
 "#
     );
     Scenario::from_toml_str(&text, "<inline>").unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Column `name` of a CSV file, by row (empty cells as `None`).
-fn column(path: &Path, name: &str) -> Vec<Option<f64>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = header
-        .iter()
-        .position(|h| *h == name)
-        .unwrap_or_else(|| panic!("no column {name} in {}", path.display()));
-    lines
-        .map(|l| {
-            let cell = l.split(',').nth(col).unwrap();
-            (!cell.is_empty()).then(|| cell.parse().unwrap())
-        })
-        .collect()
 }
 
 /// Runs `sc` (seed 1) and checks that every frame and sample scored

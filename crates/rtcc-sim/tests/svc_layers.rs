@@ -18,24 +18,7 @@ use rtcc_sim::Scenario;
 use serde_json::Value;
 
 mod common;
-use common::{first_flow, load, tmp};
-
-/// Column `name` of a CSV file, by row (empty cells as `None`).
-fn column(path: &Path, name: &str) -> Vec<Option<f64>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = header
-        .iter()
-        .position(|h| *h == name)
-        .unwrap_or_else(|| panic!("no column {name} in {}", path.display()));
-    lines
-        .map(|l| {
-            let cell = l.split(',').nth(col).unwrap();
-            (!cell.is_empty()).then(|| cell.parse().unwrap())
-        })
-        .collect()
-}
+use common::{column, first_flow, load, tmp};
 
 /// Column `name` of a CSV file of whole numbers (levels), by row.
 fn levels(path: &Path, name: &str) -> Vec<Option<u64>> {

@@ -42,3 +42,20 @@ pub(crate) fn summary(sc: &Scenario, seed: u64, dir: Option<&Path>, lookahead: b
 pub(crate) fn first_flow(sc: &Scenario, seed: u64, dir: Option<&Path>) -> Value {
     summary(sc, seed, dir, true)["flows"][0].clone()
 }
+
+/// Column `name` of a CSV file, by row (empty cells as `None`).
+pub(crate) fn column(path: &Path, name: &str) -> Vec<Option<f64>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header
+        .iter()
+        .position(|h| *h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {}", path.display()));
+    lines
+        .map(|l| {
+            let cell = l.split(',').nth(col).unwrap();
+            (!cell.is_empty()).then(|| cell.parse().unwrap())
+        })
+        .collect()
+}
