@@ -12,7 +12,6 @@
 //!   that of the frames shown;
 //! - a flow without layers has no PSNR, and the scenario keys are checked.
 
-
 use rtcc_core::media::psnr::{
     RdCurve, BLANK_PSNR_DB, FREEZE, PAPER_ANCHORS, PAPER_CURVE, X264_CURVE, X264_MAX_RESIDUAL_DB,
     X264_POINTS, X264_REFERENCE_KBPS,
