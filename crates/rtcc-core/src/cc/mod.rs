@@ -15,6 +15,8 @@ pub mod gcc;
 pub mod pudica;
 pub mod sqp;
 pub mod svc_probing;
+#[cfg(test)]
+mod test_feedback;
 pub mod tfrc;
 pub mod webrtc_bbr;
 

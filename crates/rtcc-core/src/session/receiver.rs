@@ -268,6 +268,18 @@ mod tests {
         }
     }
 
+    /// A receiver with NACK recovery and 50 ms feedback, started at 0.
+    fn nack_receiver() -> ReceiverSession {
+        ReceiverSession::new(
+            ms(0),
+            ReceiverConfig {
+                feedback_interval: Duration::from_millis(50),
+                player: PlayerConfig::default(),
+                recovery: RecoveryConfig::Nack(ArqConfig::default()),
+            },
+        )
+    }
+
     fn media(seq: u16, retransmission: bool) -> MediaSeq {
         MediaSeq {
             seq,
@@ -277,14 +289,7 @@ mod tests {
 
     #[test]
     fn retransmission_completes_the_frame_and_late_or_duplicate_ones_are_ignored() {
-        let mut r = ReceiverSession::new(
-            ms(0),
-            ReceiverConfig {
-                feedback_interval: Duration::from_millis(50),
-                player: PlayerConfig::default(),
-                recovery: RecoveryConfig::Nack(ArqConfig::default()),
-            },
-        );
+        let mut r = nack_receiver();
         let size = Bytes::new(1048);
         // Frame 0 = media 0..=2, packet 1 lost; frame 1 = media 3..=4.
         r.on_packet(ms(10), 0, size, media(0, false), &meta(0, 0, false));
@@ -323,14 +328,7 @@ mod tests {
 
     #[test]
     fn a_repair_packet_completes_its_frame_and_is_not_asked_for_again() {
-        let mut r = ReceiverSession::new(
-            ms(0),
-            ReceiverConfig {
-                feedback_interval: Duration::from_millis(50),
-                player: PlayerConfig::default(),
-                recovery: RecoveryConfig::Nack(ArqConfig::default()),
-            },
-        );
+        let mut r = nack_receiver();
         // Three one-packet layers (media 0..=2), layers 1-2 protected; the
         // sender gives each repair its data packet's media number.
         let mut v = Vec::new();
@@ -373,14 +371,7 @@ mod tests {
 
     #[test]
     fn retransmission_after_its_frame_was_given_up_is_late() {
-        let mut r = ReceiverSession::new(
-            ms(0),
-            ReceiverConfig {
-                feedback_interval: Duration::from_millis(50),
-                player: PlayerConfig::default(),
-                recovery: RecoveryConfig::Nack(ArqConfig::default()),
-            },
-        );
+        let mut r = nack_receiver();
         let size = Bytes::new(1048);
         r.on_packet(ms(10), 0, size, media(0, false), &meta(0, 0, false));
         r.on_packet(ms(11), 2, size, media(2, false), &meta(0, 2, true));

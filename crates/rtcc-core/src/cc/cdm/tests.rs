@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 
 use super::*;
+use crate::cc::test_feedback::take_report;
 use crate::packet::{PacketKind, PacketResult};
 use crate::units::Bytes;
 
@@ -843,35 +844,8 @@ impl Bottleneck {
 
     fn report(&mut self) {
         let now = self.now;
-        let newest = self
-            .unreported
-            .iter()
-            .filter(|(_, a)| a.is_some_and(|a| a <= now))
-            .map(|(p, _)| p.seq)
-            .max();
-        let mut packets = Vec::new();
-        self.unreported.retain(|&(p, a)| {
-            let due = match a {
-                Some(a) => a <= now,
-                None => newest.is_some_and(|n| p.seq < n),
-            };
-            if due {
-                packets.push(PacketResult {
-                    sent: p,
-                    arrival: a,
-                });
-            }
-            !due
-        });
-        packets.sort_by_key(|r| r.sent.seq);
-        if !packets.is_empty() {
-            self.returning.push_back((
-                now + self.one_way,
-                FeedbackReport {
-                    report_time: now,
-                    packets,
-                },
-            ));
+        if let Some(r) = take_report(&mut self.unreported, now) {
+            self.returning.push_back((now + self.one_way, r));
         }
         self.next_report = now + ms(50);
     }

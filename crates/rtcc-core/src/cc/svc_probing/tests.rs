@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use super::*;
+use crate::cc::test_feedback::take_report;
 use crate::packet::{PacketKind, PacketResult};
 
 /// A sender of 1000 B packets at the subscribed layers' rate (at the train's
@@ -88,35 +89,8 @@ impl Harness {
         let now = self.now;
         // Everything that arrived by now, and every dropped packet sent
         // before the newest arrival (NACK-style), is reported.
-        let newest_sent = self
-            .unreported
-            .iter()
-            .filter(|(_, a)| a.is_some_and(|a| a <= now))
-            .map(|(p, _)| p.send_time)
-            .max();
-        let mut packets = Vec::new();
-        self.unreported.retain(|&(p, a)| {
-            let due = match a {
-                Some(a) => a <= now,
-                None => newest_sent.is_some_and(|t| p.send_time < t),
-            };
-            if due {
-                packets.push(PacketResult {
-                    sent: p,
-                    arrival: a,
-                });
-            }
-            !due
-        });
-        packets.sort_by_key(|r| r.sent.seq);
-        if !packets.is_empty() {
-            self.returning.push_back((
-                now + self.one_way,
-                FeedbackReport {
-                    report_time: now,
-                    packets,
-                },
-            ));
+        if let Some(r) = take_report(&mut self.unreported, now) {
+            self.returning.push_back((now + self.one_way, r));
         }
         self.next_report = now + self.report_every;
     }
