@@ -132,20 +132,16 @@ def trace_window_metrics(
                 cc[key] = float(values.mean())  # type: ignore[arg-type]
                 cc[f"{key}_min"] = float(values.min())  # type: ignore[arg-type]
                 cc[f"{key}_max"] = float(values.max())  # type: ignore[arg-type]
-                whole = group.filter(pl.col("value") == pl.col("value").round(0))
-                if whole.height != group.height:
+                if not (values == values.round(0)).all():
                     continue  # not a mode or a count
-                first: dict[str, float] = {}
-                share: dict[str, float] = {}
-                counts: dict[str, int] = {}
-                for t, v in whole.select(["time_s", "value"]).iter_rows():
-                    label = str(int(v))
-                    first.setdefault(label, float(t))
-                    counts[label] = counts.get(label, 0) + 1
-                for label, n in counts.items():
-                    share[label] = n / group.height
-                cc["first"][key] = first
-                cc["share"][key] = share
+                by_value = group.group_by("value").agg(
+                    pl.col("time_s").min().alias("first"), pl.len().alias("n")
+                )
+                cc["first"][key] = {}
+                cc["share"][key] = {}
+                for value, first, n in by_value.sort("first").iter_rows():
+                    cc["first"][key][str(int(value))] = float(first)
+                    cc["share"][key][str(int(value))] = n / group.height
             table[flow] = {"cc": cc}
         out[name] = table
     return out
