@@ -9,6 +9,7 @@
 //! I1), so the reports of an interval are summed here and summarised when
 //! it closes ([`IntervalSummary`]).
 
+use super::DelaySignal;
 use crate::packet::{FeedbackReport, SeqNo};
 use crate::time::{Duration, Instant};
 use crate::units::Bytes;
@@ -131,11 +132,15 @@ impl Accumulator {
     /// packet counts once, at the first report that tells of it, I17), and
     /// its round-trip sample if it told of any. Returns the sequence number
     /// after the highest one it counted, or `None` if it told of nothing new.
+    /// With [`DelaySignal::Rtt`] a received packet's "delay" is its round
+    /// trip (`now` − send − the receiver's hold, report time − arrival; the
+    /// clock offset cancels), in place of its one-way delay.
     pub(super) fn on_report(
         &mut self,
         now: Instant,
         report: &FeedbackReport,
         first_new: SeqNo,
+        signal: DelaySignal,
     ) -> Option<SeqNo> {
         let mut next = None;
         for p in report.packets.iter().filter(|p| p.sent.seq >= first_new) {
@@ -143,7 +148,16 @@ impl Accumulator {
             match p.arrival {
                 None => self.lost += 1,
                 Some(a) => {
-                    let d = OneWayDelay::of(p.sent.send_time, a);
+                    let d = match signal {
+                        DelaySignal::OneWay => OneWayDelay::of(p.sent.send_time, a),
+                        DelaySignal::Rtt => {
+                            let hold = report.report_time.signed_nanos_since(a).max(0);
+                            OneWayDelay::from_nanos(
+                                now.signed_nanos_since(p.sent.send_time)
+                                    .saturating_sub(hold),
+                            )
+                        }
+                    };
                     self.delay_sum += i128::from(d.as_nanos());
                     self.delays += 1;
                     self.min = Some(self.min.map_or(d, |m| m.min(d)));
@@ -220,14 +234,23 @@ mod tests {
                 pkt(2, 20, Some(5_140)),
             ],
         };
-        assert_eq!(a.on_report(Instant::from_millis(150), &first, 0), Some(3));
+        assert_eq!(
+            a.on_report(Instant::from_millis(150), &first, 0, DelaySignal::OneWay),
+            Some(3)
+        );
         // The same report again tells of nothing new.
-        assert_eq!(a.on_report(Instant::from_millis(160), &first, 3), None);
+        assert_eq!(
+            a.on_report(Instant::from_millis(160), &first, 3, DelaySignal::OneWay),
+            None
+        );
         let second = FeedbackReport {
             report_time: Instant::from_millis(5_200),
             packets: vec![pkt(1, 10, Some(5_190)), pkt(3, 30, Some(5_160))],
         };
-        assert_eq!(a.on_report(Instant::from_millis(250), &second, 3), Some(4));
+        assert_eq!(
+            a.on_report(Instant::from_millis(250), &second, 3, DelaySignal::OneWay),
+            Some(4)
+        );
         let s = a.finish();
         assert_eq!(s.reports, 2);
         // Packet 1 counts as lost (its late arrival is not counted again).
@@ -244,6 +267,37 @@ mod tests {
         assert_eq!(s.packet_size, Some(Bytes::new(900)));
         // The next interval starts empty.
         assert_eq!(a.finish(), IntervalSummary::default());
+    }
+
+    #[test]
+    fn the_rtt_signal_counts_the_return_path_and_not_the_clock_offset() {
+        // Receiver clock 5 s ahead. Packet 0 sent at 0, arrived 5_040
+        // (40 ms forward), reported at 5_060 (held 20 ms), report in at 110
+        // (50 ms back): round trip 110 − 20 = 90 ms. Packet 1 sent at 10,
+        // arrived 5_045, held 15 ms: 110 − 10 − 15 = 85 ms.
+        let report = FeedbackReport {
+            report_time: Instant::from_millis(5_060),
+            packets: vec![pkt(0, 0, Some(5_040)), pkt(1, 10, Some(5_045))],
+        };
+        let mut rtt = Accumulator::default();
+        rtt.on_report(Instant::from_millis(110), &report, 0, DelaySignal::Rtt);
+        let s = rtt.finish();
+        assert_eq!(s.min_delay, Some(OneWayDelay::from_nanos(85_000_000)));
+        assert_eq!(s.peak_delay, Some(OneWayDelay::from_nanos(90_000_000)));
+        // The same report, 30 ms later (a return-path queue): every round
+        // trip grows by 30 ms; the one-way delays do not move.
+        let mut later = Accumulator::default();
+        later.on_report(Instant::from_millis(140), &report, 0, DelaySignal::Rtt);
+        assert_eq!(
+            later.finish().min_delay,
+            Some(OneWayDelay::from_nanos(115_000_000))
+        );
+        let mut one_way = Accumulator::default();
+        one_way.on_report(Instant::from_millis(140), &report, 0, DelaySignal::OneWay);
+        assert_eq!(
+            one_way.finish().min_delay,
+            Some(OneWayDelay::from_nanos(5_035_000_000))
+        );
     }
 
     #[test]

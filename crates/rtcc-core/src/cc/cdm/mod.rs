@@ -101,6 +101,18 @@ pub enum LossDelay {
     Mean,
 }
 
+/// What the CDM measures as "delay" (§IV, §V-D; I18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelaySignal {
+    /// Each packet's one-way forward delay (the paper's: "we use a one-way
+    /// forward delay measurement instead of RTT", §V-D).
+    OneWay,
+    /// Each packet's round trip: from its send to the arrival of the report
+    /// that told of it, less the receiver's hold. Not the paper's: the
+    /// ablation that shows what §V-D avoids (return-path queues count).
+    Rtt,
+}
+
 /// Configuration of [`Cdm`] (design note, "Parameters").
 #[derive(Debug, Clone, PartialEq)]
 pub struct CdmConfig {
@@ -135,6 +147,8 @@ pub struct CdmConfig {
     pub increase_after: u32,
     /// Which delay of a loss interval bounds d_max (I4).
     pub loss_delay: LossDelay,
+    /// The delay the thresholds judge (I18).
+    pub delay_signal: DelaySignal,
     /// Intervals held at one PID with losses before Safe Retreat (§VI
     /// "consistently forced to stay at a minimum rate"; I9: 3).
     pub retreat_after: u32,
@@ -182,6 +196,7 @@ impl Default for CdmConfig {
             threshold_high: 0.3,
             increase_after: 3,
             loss_delay: LossDelay::Peak,
+            delay_signal: DelaySignal::OneWay,
             retreat_after: 3,
             retreat_plan: RetreatPlan::BothProtected,
             aggression_after: 3,
@@ -796,7 +811,10 @@ impl CongestionController for Cdm {
         if self.mode == Mode::Terminated {
             return;
         }
-        let Some(next) = self.open.on_report(now, report, self.next_seq) else {
+        let Some(next) = self
+            .open
+            .on_report(now, report, self.next_seq, self.config.delay_signal)
+        else {
             return;
         };
         self.next_seq = self.next_seq.max(next);

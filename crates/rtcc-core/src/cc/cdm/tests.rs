@@ -393,6 +393,21 @@ fn return_path_delay_does_not_cut_the_rate() {
     // The RTT did rise by 550 ms: only the forward one-way delay is judged.
     assert_eq!(b.cc.last_interval().unwrap().rtt, Some(ms(650)));
     assert_eq!(a.cc.last_interval().unwrap().rtt, Some(ms(100)));
+    // The same with round trips judged (I18's ablation): the 550 ms of
+    // return-path queue reads as forward congestion and cuts the rate.
+    let mut c = Script::new(CdmConfig {
+        delay_signal: DelaySignal::Rtt,
+        ..config()
+    });
+    let mut rtt_plans = Vec::new();
+    for i in 0..12 {
+        if i == 3 {
+            c.ret += ms(550);
+        }
+        rtt_plans.push(c.play(Iv::quiet()).layers);
+    }
+    assert_eq!(rtt_plans[..4], [5, 5, 6, 5], "{rtt_plans:?}");
+    assert!(rtt_plans[4] < rtt_plans[2], "{rtt_plans:?}");
 }
 
 #[test]
