@@ -1168,6 +1168,13 @@ def test_windows_resolve_the_steady_window_and_measure_loss_and_delay(tmp_path: 
     assert m["loss_rate"] == pytest.approx(4 / 60)
     assert m["queue_delay_ms"] == pytest.approx(20.0)
     assert m["jain"] == pytest.approx(400**2 / (2 * (100**2 + 300**2)))
+    assert "psnr_db_min" not in m["a"]
+    # The worst picture sample of the window; samples without a picture
+    # (null, NaN) are not zero.
+    scored = ts.with_columns(psnr_db=pl.Series([30.0, None, 18.5, float("nan"), 10.0]))
+    m = window_metrics(scored, {"w": (1.0, 3.0)})["w"]
+    assert m["a"]["psnr_db_min"] == pytest.approx(18.5)
+    assert "psnr_db_min" not in m["b"]
 
 
 def test_a_full_run_needs_five_seeds(tmp_path: Path) -> None:

@@ -54,7 +54,9 @@ def window_metrics(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]])
 
     Per flow (``<window>.<flow>.<key>``): the mean of every numeric column
     over the window's samples, ``loss_rate`` (packets lost / packets sent in
-    the window) and ``queue_delay_ms_p95``. Over all flows: ``jain`` (Jain's
+    the window), ``queue_delay_ms_p95`` and, where the run scores pictures,
+    ``psnr_db_min`` (the worst sample: the depth of a brief drop that the
+    mean hides). Over all flows: ``jain`` (Jain's
     index of the flows' mean goodputs: flows that had not started have no
     samples and do not count), ``loss_rate`` and ``queue_delay_ms`` (mean and
     ``queue_delay_ms_p95`` over every sample).
@@ -63,12 +65,16 @@ def window_metrics(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]])
 
     out: dict[str, Any] = {}
     numeric = [c for c, t in ts.schema.items() if c not in ("time_s", "flow") and t.is_numeric()]
+    extra = [pl.col("queue_delay_ms").quantile(0.95).alias("queue_delay_ms_p95")]
+    if "psnr_db" in numeric:
+        extra.append(pl.col("psnr_db").fill_nan(None).min().alias("psnr_db_min"))
+    extra_names = [e.meta.output_name() for e in extra]
     for name, (start, end) in windows.items():
         part = ts.filter((pl.col("time_s") >= start) & (pl.col("time_s") < end))
         per_flow = part.group_by("flow", maintain_order=True).agg(
             [pl.col(c).mean() for c in numeric]
+            + extra
             + [
-                pl.col("queue_delay_ms").quantile(0.95).alias("queue_delay_ms_p95"),
                 pl.col("packets_sent").sum().alias("_sent"),
                 pl.col("packets_lost").sum().alias("_lost"),
             ]
@@ -77,7 +83,7 @@ def window_metrics(ts: pl.DataFrame, windows: Mapping[str, tuple[float, float]])
         goodputs = []
         sent = lost = 0
         for row in per_flow.iter_rows(named=True):
-            values = {c: row[c] for c in [*numeric, "queue_delay_ms_p95"] if row[c] is not None}
+            values = {c: row[c] for c in [*numeric, *extra_names] if row[c] is not None}
             if row["_sent"]:
                 values["loss_rate"] = row["_lost"] / row["_sent"]
                 sent += row["_sent"]
