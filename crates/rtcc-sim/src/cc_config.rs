@@ -11,7 +11,7 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
-use rtcc_core::cc::cdm::{DelaySignal, LossDelay, RetreatPlan};
+use rtcc_core::cc::cdm::{DelaySignal, LossDelay, LossHorizon, RetreatPlan};
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
 use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, ProbeSuccess, RttProbeLoss, Search};
@@ -675,6 +675,7 @@ pub(crate) fn cc_config(
                 "increase_after",
                 "loss_delay",
                 "delay_signal",
+                "loss_horizon",
                 "retreat_after",
                 "retreat_plan",
                 "aggression_after",
@@ -705,6 +706,11 @@ pub(crate) fn cc_config(
             set(&mut c.loss_delay, k.choice("loss_delay", &delays)?);
             let signals = [("one-way", DelaySignal::OneWay), ("rtt", DelaySignal::Rtt)];
             set(&mut c.delay_signal, k.choice("delay_signal", &signals)?);
+            let horizons = [
+                ("mode", LossHorizon::Mode),
+                ("interval", LossHorizon::Interval),
+            ];
+            set(&mut c.loss_horizon, k.choice("loss_horizon", &horizons)?);
             set(&mut c.retreat_after, k.count("retreat_after")?);
             let plans = [
                 ("base", RetreatPlan::Base),
@@ -1298,7 +1304,7 @@ mod tests {
              report_interval = \"5s\"\nd_min_window = 6\nplayout_buffer = \"2s\"\n\
              playout_factor = 0.25\nmin_span = \"20ms\"\nthreshold_low = 0.2\n\
              threshold_high = 0.5\nincrease_after = 2\nloss_delay = \"mean\"\n\
-             delay_signal = \"rtt\"\nretreat_after = 4\nretreat_plan = \"base\"\naggression_after = 5\n\
+             delay_signal = \"rtt\"\nloss_horizon = \"interval\"\nretreat_after = 4\nretreat_plan = \"base\"\naggression_after = 5\n\
              release_after = 1\noverload_after = 2\nterminate_loss = 0.7\n\
              terminate_after = 4\nsilent_intervals = 3\ntfrc_b = 2\npacing_gain = 1.5";
         let want = CdmConfig {
@@ -1315,6 +1321,7 @@ mod tests {
             increase_after: 2,
             loss_delay: LossDelay::Mean,
             delay_signal: DelaySignal::Rtt,
+            loss_horizon: LossHorizon::Interval,
             retreat_after: 4,
             retreat_plan: RetreatPlan::Base,
             aggression_after: 5,

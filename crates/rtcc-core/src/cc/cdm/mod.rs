@@ -101,6 +101,26 @@ pub enum LossDelay {
     Mean,
 }
 
+/// Over which packets eq. (1)'s p, "the loss fraction (in place of the loss
+/// event rate)", is measured (§VI; I13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossHorizon {
+    /// The packets of the TCP-aware modes so far (since Safe Retreat was
+    /// entered), back at most to the oldest of the last
+    /// [`LOSS_HISTORY_EVENTS`] intervals with a loss: the span TFRC's loss
+    /// event rate averages over (RFC 5348 §5.4, n = 8), counted in packets.
+    Mode,
+    /// The packets of the interval with the loss alone.
+    Interval,
+}
+
+/// Intervals with a loss in [`LossHorizon::Mode`]'s span, TFRC's n.
+pub const LOSS_HISTORY_EVENTS: usize = 8;
+
+/// At most this many intervals in [`LossHorizon::Mode`]'s span (21 min of
+/// 5 s intervals): the history has a fixed size.
+pub const LOSS_HISTORY_MAX: usize = 256;
+
 /// What the CDM measures as "delay" (§IV, §V-D; I18).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DelaySignal {
@@ -149,6 +169,8 @@ pub struct CdmConfig {
     pub loss_delay: LossDelay,
     /// The delay the thresholds judge (I18).
     pub delay_signal: DelaySignal,
+    /// Eq. (1)'s p: over which packets (I13).
+    pub loss_horizon: LossHorizon,
     /// Intervals held at one PID with losses before Safe Retreat (§VI
     /// "consistently forced to stay at a minimum rate"; I9: 3).
     pub retreat_after: u32,
@@ -197,6 +219,7 @@ impl Default for CdmConfig {
             increase_after: 3,
             loss_delay: LossDelay::Peak,
             delay_signal: DelaySignal::OneWay,
+            loss_horizon: LossHorizon::Mode,
             retreat_after: 3,
             retreat_plan: RetreatPlan::BothProtected,
             aggression_after: 3,
@@ -410,6 +433,10 @@ pub struct Cdm {
     minima: VecDeque<OneWayDelay>,
     /// Queuing delay above d_min at the last loss (I4).
     loss_queuing: Option<Duration>,
+    /// TCP-aware modes: (packets, lost) of each interval of
+    /// [`LossHorizon::Mode`]'s span, oldest first, and how many lost any.
+    loss_history: VecDeque<(u64, u64)>,
+    loss_intervals: usize,
     /// Eq. (1) at the last interval with a loss, R and s known.
     tfrc_bound: Option<Bitrate>,
     /// Eq. (1) for the last heard interval, at most the nominal rate (trace).
@@ -457,6 +484,8 @@ impl Cdm {
             unreported: false,
             minima: VecDeque::with_capacity(config.d_min_window),
             loss_queuing: None,
+            loss_history: VecDeque::with_capacity(LOSS_HISTORY_MAX),
+            loss_intervals: 0,
             tfrc_bound: None,
             tfrc_trace: None,
             packet_size: None,
@@ -575,6 +604,9 @@ impl Cdm {
                 self.loss_queuing = Some(d.since(base));
             }
         }
+        if self.mode != Mode::Delay {
+            self.record_losses(&s);
+        }
         self.update_tfrc(&s);
         self.last = Some(s);
         match self.mode {
@@ -585,7 +617,60 @@ impl Cdm {
         }
     }
 
-    /// Eq. (1) with the interval's R, p and s (I13): the bound on a loss,
+    /// Adds an interval of a TCP-aware mode to [`LossHorizon::Mode`]'s span,
+    /// which then starts at most at the oldest of the last
+    /// [`LOSS_HISTORY_EVENTS`] intervals with a loss, and holds at most
+    /// [`LOSS_HISTORY_MAX`] intervals.
+    fn record_losses(&mut self, s: &IntervalSummary) {
+        if self.loss_history.len() == LOSS_HISTORY_MAX {
+            self.pop_loss_history();
+        }
+        self.loss_history.push_back((s.packets, s.lost));
+        if s.has_loss() {
+            self.loss_intervals += 1;
+        }
+        if self.loss_intervals > LOSS_HISTORY_EVENTS {
+            // Drop the oldest loss interval and the clear ones after it.
+            while self.loss_intervals > LOSS_HISTORY_EVENTS {
+                self.pop_loss_history();
+            }
+            while self
+                .loss_history
+                .front()
+                .is_some_and(|&(_, lost)| lost == 0)
+            {
+                self.pop_loss_history();
+            }
+        }
+    }
+
+    fn pop_loss_history(&mut self) {
+        if self
+            .loss_history
+            .pop_front()
+            .is_some_and(|(_, lost)| lost > 0)
+        {
+            self.loss_intervals -= 1;
+        }
+    }
+
+    /// Eq. (1)'s p for the interval `s` just closed (I13).
+    fn loss_fraction(&self, s: &IntervalSummary) -> f64 {
+        if self.config.loss_horizon == LossHorizon::Interval || self.loss_history.is_empty() {
+            return s.loss_fraction();
+        }
+        let (packets, lost) = self
+            .loss_history
+            .iter()
+            .fold((0u64, 0u64), |(p, l), &(pi, li)| (p + pi, l + li));
+        if packets == 0 {
+            0.0
+        } else {
+            lost as f64 / packets as f64
+        }
+    }
+
+    /// Eq. (1) with the interval's R and s and p of I13: the bound on a loss,
     /// and the trace's value. An interval that measured no RTT (every
     /// packet lost) or sent nothing takes the smoothed RTT or the last mean
     /// size; with neither a loss interval has no bound (not a stale one).
@@ -599,7 +684,7 @@ impl Cdm {
             }
             return;
         };
-        let p = s.loss_fraction();
+        let p = self.loss_fraction(s);
         // §VI: "RTO is ... approximated by RTO=4R".
         let rto = TimeoutRule::FourR.t_rto(r);
         let x = equation::throughput(size, r, p, self.config.tfrc_b, rto);
@@ -782,6 +867,11 @@ impl Cdm {
     }
 
     fn enter(&mut self, mode: Mode, plan: LayerPlan) {
+        if self.mode == Mode::Delay || mode == Mode::Delay {
+            // A TCP-aware period begins or ends: its loss span starts over.
+            self.loss_history.clear();
+            self.loss_intervals = 0;
+        }
         self.mode = mode;
         self.plan = plan;
         self.low_streak = 0;

@@ -557,9 +557,11 @@ fn aggression_adds_a_pid_then_its_repair() {
 #[test]
 fn a_loss_in_aggression_is_bounded_by_eq_1() {
     // 10 PIDs of 100 kbps; the worked numbers of RFC 5348 §3.1 with
-    // s = 1000 B, R = 100 ms, RTO = 4R = 400 ms, b = 1.
+    // s = 1000 B, R = 100 ms, RTO = 4R = 400 ms, b = 1; p the interval's
+    // own loss fraction (the next test has the default span).
     let mut h = Script::new(CdmConfig {
         nominal_rate: Bitrate::mbps(1),
+        loss_horizon: LossHorizon::Interval,
         ..config()
     });
     h.drive_to_aggression();
@@ -602,6 +604,36 @@ fn a_loss_in_aggression_is_bounded_by_eq_1() {
     assert_eq!(h.cc.tfrc_bound(), Some(Bitrate::bps(294_871)));
     assert_eq!(plan, RetreatPlan::BothProtected.plan());
     assert_eq!(h.cc.mode(), Mode::SafeRetreat);
+}
+
+#[test]
+fn eq_1_takes_the_loss_fraction_of_the_tcp_aware_period() {
+    let mut h = Script::new(CdmConfig {
+        nominal_rate: Bitrate::mbps(1),
+        ..config()
+    });
+    h.drive_to_aggression();
+    h.play_n(Iv::queued(300), 6);
+    h.base = ms(20);
+    h.ret = ms(50);
+    // Since Safe Retreat began: 4 intervals with 1 loss in 100 packets, 6
+    // without, and this one: p = 5 / 1100, not this interval's 0.01. With
+    // R = 100 ms eq. (1) gives 1396.120 kbit/s, above the nominal rate:
+    // the plan stays.
+    let plan = h.play(Iv::lossy(30, 1));
+    assert_eq!(h.cc.last_interval().unwrap().loss_fraction(), 0.01);
+    assert_eq!(h.cc.tfrc_bound(), Some(Bitrate::bps(1_396_120)));
+    assert_eq!(plan.layers + plan.protected, 10);
+    // Eight more intervals of 1 loss in 100: the span now starts at the
+    // oldest of the last 8 loss intervals (TFRC's n), so p = 8 / 800 =
+    // 0.01 and X = 898.658 kbit/s as in the previous test.
+    h.play_n(Iv::lossy(30, 1), 8);
+    assert_eq!(h.cc.tfrc_bound(), Some(Bitrate::bps(898_658)));
+    // Back in delay mode the span starts over: a later TCP-aware period
+    // does not inherit these losses.
+    h.play_n(Iv::quiet(), 2);
+    assert_eq!(h.cc.mode(), Mode::Delay);
+    assert!(h.cc.loss_history.is_empty() && h.cc.loss_intervals == 0);
 }
 
 #[test]
