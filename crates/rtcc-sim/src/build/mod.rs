@@ -170,6 +170,7 @@ impl World {
                     let access = LinkConfig {
                         rate: RateModel::Constant(topo.access_rate),
                         delay,
+                        delay_schedule: None,
                         jitter: Duration::ZERO,
                         queue: queue_limit(topo.access_queue),
                         loss: LossConfig::None,

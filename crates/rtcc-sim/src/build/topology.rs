@@ -74,6 +74,7 @@ impl Scenario {
         LinkConfig {
             rate,
             delay: topo.reverse_delay.unwrap_or(spec.delay),
+            delay_schedule: None,
             jitter: Duration::ZERO,
             queue,
             loss: LossConfig::None,
@@ -153,6 +154,7 @@ impl World {
         let cfg = LinkConfig {
             rate,
             delay: l.delay,
+            delay_schedule: None,
             jitter: l.jitter,
             queue: queue_limit(l.queue),
             loss,
