@@ -150,6 +150,86 @@ fn bad_scenarios_name_file_line_key_and_value() {
             "key `link[0].trace`",
             "traces/nope.log",
         ),
+        // A delay schedule: alone, from 0s, in increasing order.
+        (
+            good.replace(
+                "delay = \"20ms\"",
+                "delay = \"20ms\"\ndelay_schedule = [{ at = \"0s\", delay = \"20ms\" }]",
+            ),
+            "key `link[0].delay`",
+            "delay = \"20ms\" given with `delay_schedule`",
+        ),
+        (
+            good.replace(
+                "delay = \"20ms\"",
+                "delay_schedule = [{ at = \"5s\", delay = \"20ms\" }]",
+            ),
+            "key `link[0].delay_schedule`",
+            "must start at 0s, not 5s",
+        ),
+        (
+            good.replace(
+                "delay = \"20ms\"",
+                "delay_schedule = [{ at = \"0s\", delay = \"20ms\" }, { at = \"60s\", delay = \"80ms\" }, { at = \"30s\", delay = \"40ms\" }]",
+            ),
+            "key `link[0].delay_schedule`",
+            "step 2 starts at 30s, not after the previous step (60s)",
+        ),
+        (
+            good.replace("delay = \"20ms\"", "delay_schedule = []"),
+            "key `link[0].delay_schedule`",
+            "at least one step",
+        ),
+        // Outage windows: non-empty, sorted, disjoint; outage only.
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"outage\", windows = [[\"60s\", \"90s\"], [\"80s\", \"95s\"]] }",
+            ),
+            "key `link[0].loss.windows`",
+            "window 1 starts at \"80s\", before the previous window ends (\"90s\")",
+        ),
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"outage\", windows = [[\"60s\", \"60s\"]] }",
+            ),
+            "key `link[0].loss.windows`",
+            "window 0 [\"60s\", \"60s\"] is empty",
+        ),
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"outage\" }",
+            ),
+            "key `link[0].loss.windows`",
+            "model = \"outage\" needs `windows",
+        ),
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"bernoulli\", p = 0.1, windows = [[\"1s\", \"2s\"]] }",
+            ),
+            "key `link[0].loss.windows`",
+            "this model is \"bernoulli\"",
+        ),
+        // Loss on the reverse links: a link's loss table, checked alike.
+        (
+            good.replace(
+                "[[link]]",
+                "[topology]\nreverse_loss = { model = \"outage\", windows = [[\"10s\", \"5s\"]] }\n[[link]]",
+            ),
+            "key `topology.reverse_loss.windows`",
+            "window 0 [\"10s\", \"5s\"] is empty",
+        ),
+        (
+            good.replace(
+                "[[link]]",
+                "[topology]\nreverse_loss = { model = \"bernoulli\" }\n[[link]]",
+            ),
+            "key `topology.reverse_loss.p`",
+            "needs `p`",
+        ),
     ];
     for (text, key, value) in cases {
         let path = tmp("bad.toml");

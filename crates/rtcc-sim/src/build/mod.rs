@@ -33,6 +33,7 @@ pub(crate) use self::flow::{
     encoder_config, flow_packetizer, psnr_config, svc_encoder_config, FlowSetup, MultipathSetup,
     TfrcSetup,
 };
+pub(crate) use self::topology::delay_schedule;
 use self::topology::queue_limit;
 use crate::engine::EventQueue;
 use crate::link::{Link, LinkConfig, LossConfig, RateModel};
@@ -97,8 +98,7 @@ impl World {
         let rev_main = if paths_topology {
             for (i, l) in sc.links.iter().enumerate() {
                 if resolved.iter().any(|p| p.links.contains(&i)) {
-                    let cfg =
-                        sc.reverse_config_of(links[declared[i] as usize].config(), l.get_ref());
+                    let cfg = sc.reverse_config_of(links[declared[i] as usize].config())?;
                     reverse_of[i] = Some(add_link(
                         &mut links,
                         &mut link_names,
@@ -110,7 +110,7 @@ impl World {
             // Not a route of its own here; only marked as sampled below.
             reverse_of[main_idx].unwrap_or(main)
         } else {
-            let reverse_cfg = sc.reverse_config_of(links[main as usize].config(), main_spec);
+            let reverse_cfg = sc.reverse_config_of(links[main as usize].config())?;
             add_link(
                 &mut links,
                 &mut link_names,
