@@ -408,6 +408,29 @@ fn default_opportunity() -> Bytes {
     Bytes::new(1500)
 }
 
+/// Which way a flow's data goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowDirection {
+    /// From the sender side to the receiver side, as media flows.
+    #[default]
+    Forward,
+    /// From the receiver side to the sender side, on the reverse path the
+    /// forward flows' feedback takes (return-path congestion); the flow's
+    /// own ACKs go on the forward path.
+    Reverse,
+}
+
+impl FlowDirection {
+    /// The name used in scenarios.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowDirection::Forward => "forward",
+            FlowDirection::Reverse => "reverse",
+        }
+    }
+}
+
 /// Flow kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -696,6 +719,8 @@ pub struct FlowSpec {
     pub abc_limit: Option<Spanned<u32>>,
     /// Dumbbell: this flow's access-link delay (both sides), overriding the topology's.
     pub access_delay: Option<Spanned<Duration>>,
+    /// tcp, udp-cbr: which way the data goes (default forward).
+    pub direction: Option<Spanned<FlowDirection>>,
     /// `kind = "paths"` topology, single-path flows: the path taken
     /// (default: the first path).
     pub path: Option<Spanned<String>>,
@@ -1686,6 +1711,19 @@ impl Scenario {
                 ));
             }
         }
+        if let Some(d) = &spec.direction {
+            if !matches!(kind, Tcp | UdpCbr) {
+                return Err(self.error(
+                    Some(d.span()),
+                    &key("direction"),
+                    format!(
+                        "direction = \"{}\" only applies to flows of kind tcp/udp-cbr (this flow is {})",
+                        d.get_ref().as_str(),
+                        kind.as_str()
+                    ),
+                ));
+            }
+        }
         if spec.access_delay.is_some() && self.topology.kind != TopologyKind::Dumbbell {
             return Err(self.error(
                 spec.access_delay.as_ref().map(|s| s.span()),
@@ -2011,7 +2049,7 @@ cc = "gcc"
     #[test]
     fn robustness_keys_reach_the_link_configurations() {
         use crate::link::LossConfig;
-        // A route change and loss on the reverse path.
+        // A route change, loss on the reverse path, a reverse TCP flow.
         let text = GOOD
             .replace(
                 "delay = \"20ms\"",
@@ -2020,8 +2058,18 @@ cc = "gcc"
             .replace(
                 "[[link]]",
                 "[topology]\nreverse_loss = { model = \"outage\", windows = [[\"2s\", \"3s\"]] }\n[[link]]",
-            );
+            )
+            + "[[flow]]\nname = \"up\"\nkind = \"tcp\"\ndirection = \"reverse\"\n";
         let s = Scenario::from_toml_str(&text, "s.toml").unwrap();
+        assert!(s.flows[0].get_ref().direction.is_none());
+        assert_eq!(
+            s.flows[1]
+                .get_ref()
+                .direction
+                .as_ref()
+                .map(|d| *d.get_ref()),
+            Some(FlowDirection::Reverse)
+        );
         let fwd = s.link_config(0).unwrap();
         assert_eq!(fwd.delay, Duration::ZERO);
         assert_eq!(fwd.min_delay(), Duration::from_millis(20));

@@ -1,5 +1,6 @@
 //! The network conditions of the robustness cases of delay-based video
-//! congestion control, through the whole simulator: a route change
+//! congestion control, through the whole simulator: cross traffic on the
+//! return path (`direction = "reverse"`), a route change
 //! (`delay_schedule`) and feedback loss (`loss = { model = "outage" }`,
 //! `[topology] reverse_loss`). Each test is a list of steps; a failed check
 //! names its step (STYLE rule 11).
@@ -65,6 +66,118 @@ fn mean_between(dir: &Path, name: &str, col: &str, from: f64, to: f64) -> f64 {
 
 fn millis(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+const REVERSE_TCP: &str = r#"
+duration = "30s"
+[topology]
+kind = "dumbbell"
+[[link]]
+name = "bottleneck"
+rate = "2Mbps"
+delay = "20ms"
+queue = "100ms"
+[[flow]]
+name = "video"
+kind = "media"
+cc = "gcc"
+encoder = { max_bitrate = "1Mbps" }
+[[flow]]
+name = "upload"
+kind = "tcp"
+direction = "reverse"
+start = "10s"
+"#;
+
+#[test]
+fn reverse_tcp_congests_the_return_path_and_delays_the_feedback() {
+    // Step 1: on a 2 Mbps dumbbell (20 ms, 100 ms of queue each way), a
+    // GCC flow capped at 1 Mbps goes forward; from 10 s a TCP upload goes
+    // the other way, on the path the video's feedback takes.
+    let (s, dir) = run(REVERSE_TCP, "reverse-tcp");
+    let fwd = link(&s, "bottleneck");
+    let rev = link(&s, "bottleneck-reverse");
+    // Step 2: the TCP flow's queue builds on the reverse bottleneck (it
+    // overflows: drop-tail drops there), not on the forward one.
+    let rev_queue = millis(&rev["queue_delay_ms"]["mean"]);
+    let fwd_queue = millis(&fwd["queue_delay_ms"]["mean"]);
+    assert!(
+        rev_queue > 30.0 && rev["drops_queue"].as_u64().unwrap() > 0,
+        "step 2: reverse bottleneck {rev}"
+    );
+    assert!(
+        fwd_queue < 10.0 && fwd["drops_queue"] == 0,
+        "step 2: forward bottleneck {fwd}"
+    );
+    // Its data crossed the reverse bottleneck and its own reverse access
+    // links; its ACKs (and the video) the forward ones.
+    let tcp_sent = flow(&s, "upload")["packets_sent"].as_u64().unwrap();
+    assert!(tcp_sent > 1000, "step 2: TCP sent {tcp_sent}");
+    assert!(link(&s, "upload-access-dst-reverse")["packets"].as_u64() == Some(tcp_sent));
+    assert!(link(&s, "upload-access-src")["packets"].as_u64().unwrap() > tcp_sent / 4);
+    // Step 3: the TCP flow's outputs measure the reverse bottleneck: its
+    // time series shows that queue, the video's shows a short one.
+    let tcp_q = mean_between(&dir, "upload", "queue_delay_ms", 15.0, 30.0);
+    let video_q = mean_between(&dir, "video", "queue_delay_ms", 15.0, 30.0);
+    assert!(
+        tcp_q > 30.0,
+        "step 3: TCP flow's bottleneck queue {tcp_q} ms"
+    );
+    assert!(
+        video_q < 10.0,
+        "step 3: video's bottleneck queue {video_q} ms"
+    );
+    assert!(
+        flow(&s, "upload")["goodput_kbps"].as_f64().unwrap() > 1200.0,
+        "step 3: TCP goodput {}",
+        flow(&s, "upload")
+    );
+    // Step 4: the video's feedback waits in that queue: its smoothed RTT
+    // grows by at least the reverse queue's mean delay (a 50 ms margin).
+    let before = mean_between(&dir, "video", "srtt_ms", 5.0, 10.0);
+    let after = mean_between(&dir, "video", "srtt_ms", 15.0, 30.0);
+    assert!(
+        after > before + rev_queue - 50.0 && after > before + 30.0,
+        "step 4: video srtt {before:.1} ms before, {after:.1} ms with the reverse TCP \
+         (reverse queue {rev_queue:.1} ms)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reverse_cbr_is_counted_on_the_reverse_link() {
+    // Step 1: a single 10 Mbps link whose reverse link runs at 5 Mbps; a
+    // 1 Mbps CBR flow sends on the reverse link for 5 s.
+    let text = r#"
+duration = "5s"
+[topology]
+reverse_rate = "5Mbps"
+[[link]]
+name = "bottleneck"
+rate = "10Mbps"
+delay = "10ms"
+[[flow]]
+name = "cbr"
+kind = "udp-cbr"
+rate = "1Mbps"
+direction = "reverse"
+"#;
+    let (s, dir) = run(text, "reverse-cbr");
+    // Step 2: every packet it sent was offered to the reverse link, none
+    // to the forward one (a CBR flow has no feedback).
+    let sent = flow(&s, "cbr")["packets_sent"].as_u64().unwrap();
+    assert!(sent > 400, "step 2: sent {sent}");
+    assert_eq!(
+        link(&s, "bottleneck-reverse")["packets"].as_u64(),
+        Some(sent)
+    );
+    assert_eq!(link(&s, "bottleneck")["packets"].as_u64(), Some(0));
+    let goodput = flow(&s, "cbr")["goodput_kbps"].as_f64().unwrap();
+    assert!((goodput - 1000.0).abs() < 50.0, "step 2: goodput {goodput}");
+    // Step 3: its time series shows the reverse link's capacity.
+    let cap = mean_between(&dir, "cbr", "capacity_kbps", 0.0, 5.0);
+    assert!((cap - 5000.0).abs() < 1e-6, "step 3: capacity {cap} kbps");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const ROUTE_CHANGE: &str = r#"
@@ -181,5 +294,82 @@ rate = "1Mbps"
         down < 1e-9 && up > 900.0,
         "step 3: {down} kbps down, {up} kbps up"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn paths_reverse_links_carry_reverse_flows_and_reverse_loss() {
+    // Step 1: two paths of one link each, with 3 Mbps reverse links that are
+    // down over [1 s, 2 s); a reverse CBR flow on the second path.
+    let text = r#"
+duration = "4s"
+[topology]
+kind = "paths"
+reverse_rate = "3Mbps"
+reverse_loss = { model = "outage", windows = [["1s", "2s"]] }
+[[link]]
+name = "a"
+rate = "10Mbps"
+delay = "10ms"
+[[link]]
+name = "b"
+rate = "4Mbps"
+delay = "30ms"
+[[flow]]
+name = "cbr"
+kind = "udp-cbr"
+rate = "1Mbps"
+path = "b"
+direction = "reverse"
+"#;
+    let (s, dir) = run(text, "paths-reverse");
+    let sent = flow(&s, "cbr")["packets_sent"].as_u64().unwrap();
+    // Step 2: its packets took b's reverse link only, and lost the second
+    // they sent into the outage there.
+    let b_rev = link(&s, "b-reverse");
+    assert_eq!(b_rev["packets"].as_u64(), Some(sent), "step 2: {b_rev}");
+    for other in ["a", "b", "a-reverse"] {
+        assert_eq!(
+            link(&s, other)["packets"].as_u64(),
+            Some(0),
+            "step 2: {other}"
+        );
+    }
+    let lost = b_rev["drops_loss"].as_u64().unwrap();
+    let expected = sent as f64 / 4.0;
+    assert!(
+        (lost as f64 - expected).abs() <= 2.0,
+        "step 2: lost {lost} of {sent}"
+    );
+    // Step 3: its outputs measure the reverse link's capacity.
+    let cap = mean_between(&dir, "cbr", "capacity_kbps", 0.0, 4.0);
+    assert!((cap - 3000.0).abs() < 1e-6, "step 3: capacity {cap} kbps");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_documented_example_shows_each_event() {
+    // docs/scenarios.md's example: reverse TCP from 30 s to 50 s, a route
+    // change at 60 s, a feedback blackout from 100 s to 102 s.
+    let sc = common::load("scenarios/tests/robustness-conditions.toml");
+    let dir = tmp("robustness-conditions");
+    let s = common::summary(&sc, 1, Some(&dir), true);
+    let srtt = |from, to| mean_between(&dir, "video", "srtt_ms", from, to);
+    let (quiet, upload, far) = (srtt(20.0, 30.0), srtt(35.0, 50.0), srtt(70.0, 100.0));
+    // Step 1: the upload's queue on the return path delays the feedback.
+    assert!(
+        upload > quiet + 30.0,
+        "step 1: srtt {quiet:.1} → {upload:.1} ms"
+    );
+    // Step 2: the longer route adds 2 × 60 ms to the RTT.
+    assert!(
+        (far - quiet - 120.0).abs() < 20.0,
+        "step 2: srtt {quiet:.1} → {far:.1} ms"
+    );
+    // Step 3: the feedback of the blackout is lost on the reverse bottleneck
+    // (its access links are lossless).
+    let rev = link(&s, "bottleneck-reverse");
+    assert!(rev["drops_loss"].as_u64().unwrap() >= 30, "step 3: {rev}");
+    assert_eq!(link(&s, "bottleneck")["drops_loss"].as_u64(), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -150,6 +150,17 @@ fn bad_scenarios_name_file_line_key_and_value() {
             "key `link[0].trace`",
             "traces/nope.log",
         ),
+        // Reverse cross traffic: tcp and udp-cbr only, forward or reverse.
+        (
+            good.replace("cc = \"gcc\"", "cc = \"gcc\"\ndirection = \"reverse\""),
+            "key `flow[0].direction`",
+            "\"reverse\" only applies to flows of kind tcp/udp-cbr (this flow is media)",
+        ),
+        (
+            format!("{good}\n[[flow]]\nname = \"up\"\nkind = \"tcp\"\ndirection = \"backwards\"\n"),
+            "key `flow[1].direction`",
+            "backwards",
+        ),
         // A delay schedule: alone, from 0s, in increasing order.
         (
             good.replace(
@@ -478,6 +489,40 @@ name = "udp"
 kind = "udp-cbr"
 rate = "2Mbps"
 start = "1.0093s"
+"#,
+            true,
+        ),
+        (
+            // Reverse cross traffic (its data on the reverse bottleneck,
+            // its ACKs on the forward one), a route change and a feedback
+            // outage: the robustness cases' conditions.
+            "dumbbell-reverse-route-change",
+            r#"
+duration = "12s"
+[topology]
+kind = "dumbbell"
+reverse_loss = { model = "outage", windows = [["6s", "6.5s"]] }
+[[link]]
+name = "bottleneck"
+rate = "3Mbps"
+delay_schedule = [{ at = "0s", delay = "15ms" }, { at = "4s", delay = "45ms" }, { at = "8s", delay = "10ms" }]
+queue = "60KB"
+[[flow]]
+name = "gcc"
+kind = "media"
+cc = "gcc"
+[[flow]]
+name = "up"
+kind = "tcp"
+direction = "reverse"
+start = "2.0137s"
+[[flow]]
+name = "udp"
+kind = "udp-cbr"
+rate = "500kbps"
+direction = "reverse"
+start = "3.0071s"
+stop = "10s"
 "#,
             true,
         ),
