@@ -139,6 +139,7 @@ fn gcc_through_the_emulator_tracks_a_one_megabit_link() {
     let link = LinkConfig {
         rate: RateModel::Constant(Bitrate::kbps(1000)),
         delay: Duration::from_millis(20),
+        delay_schedule: None,
         jitter: Duration::ZERO,
         queue: QueueLimit::Bytes(rtcc_core::Bytes::new(60_000)),
         loss: LossConfig::None,

@@ -56,6 +56,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
     let link = LinkConfig {
         rate: RateModel::Constant(Bitrate::kbps(2000)),
         delay: Duration::from_millis(20),
+        delay_schedule: None,
         jitter: Duration::ZERO,
         queue: QueueLimit::Bytes(Bytes::new(100_000)),
         loss: LossConfig::Bernoulli {

@@ -130,10 +130,14 @@ pub struct TopologySpec {
     /// for a dumbbell, unlimited for a single link and for every reverse link of
     /// a paths topology.
     pub reverse_rate: Option<Bitrate>,
-    /// One-way delay of the reverse path. Default: the forward link's delay.
+    /// One-way delay of the reverse path. Default: the forward link's delay
+    /// (or its `delay_schedule`).
     pub reverse_delay: Option<Duration>,
     /// Queue of the reverse path. Default: same as forward for a dumbbell, unlimited otherwise.
     pub reverse_queue: Option<QueueSpec>,
+    /// Random loss on the reverse path (every reverse link the topology
+    /// derives), as a link's `loss`. Default: none.
+    pub reverse_loss: Option<Spanned<LossSpec>>,
 }
 
 impl Default for TopologySpec {
@@ -146,6 +150,7 @@ impl Default for TopologySpec {
             reverse_rate: None,
             reverse_delay: None,
             reverse_queue: None,
+            reverse_loss: None,
         }
     }
 }
@@ -259,6 +264,17 @@ pub struct ScheduleStep {
     pub rate: Bitrate,
 }
 
+/// One step of a propagation-delay schedule: from `at`, the one-way delay
+/// is `delay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelayStep {
+    /// Offset from the start of the run.
+    pub at: Duration,
+    /// One-way propagation delay from then on.
+    pub delay: Duration,
+}
+
 /// Random loss model names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -270,6 +286,20 @@ pub enum LossModelKind {
     Bernoulli,
     /// Two-state Markov loss.
     GilbertElliott,
+    /// Every packet arriving inside one of `windows` is lost.
+    Outage,
+}
+
+impl LossModelKind {
+    /// The name used in scenarios.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LossModelKind::None => "none",
+            LossModelKind::Bernoulli => "bernoulli",
+            LossModelKind::GilbertElliott => "gilbert-elliott",
+            LossModelKind::Outage => "outage",
+        }
+    }
 }
 
 /// `loss = { model = ..., ... }`.
@@ -296,6 +326,9 @@ pub struct LossSpec {
     /// Gilbert–Elliott: loss probability in the bad state.
     #[serde(default, deserialize_with = "de_opt_prob")]
     pub loss_bad: Option<Probability>,
+    /// Outage: the windows `[start, end)` during which the link is down,
+    /// sorted and disjoint (`[["60s", "90s"], ["120s", "125s"]]`).
+    pub windows: Option<Vec<(Duration, Duration)>>,
 }
 
 fn de_opt_prob<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Probability>, D::Error> {
@@ -328,9 +361,11 @@ pub struct LinkSpec {
     pub trace_format: Option<Spanned<TraceFormatSpec>>,
     /// Piecewise-constant schedule.
     pub schedule: Option<Spanned<Vec<ScheduleStep>>>,
-    /// One-way propagation delay.
-    #[serde(default)]
-    pub delay: Duration,
+    /// One-way propagation delay (default 0s); not with `delay_schedule`.
+    pub delay: Option<Spanned<Duration>>,
+    /// A propagation delay that changes during the run (route change):
+    /// steps `{ at, delay }`, the first at 0s, `at` strictly increasing.
+    pub delay_schedule: Option<Spanned<Vec<DelayStep>>>,
     /// Queue size.
     #[serde(default)]
     pub queue: QueueSpec,
@@ -371,6 +406,29 @@ pub const MAX_FLOW_PATHS: usize = 64;
 
 fn default_opportunity() -> Bytes {
     Bytes::new(1500)
+}
+
+/// Which way a flow's data goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowDirection {
+    /// From the sender side to the receiver side, as media flows.
+    #[default]
+    Forward,
+    /// From the receiver side to the sender side, on the reverse path the
+    /// forward flows' feedback takes (return-path congestion); the flow's
+    /// own ACKs go on the forward path.
+    Reverse,
+}
+
+impl FlowDirection {
+    /// The name used in scenarios.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowDirection::Forward => "forward",
+            FlowDirection::Reverse => "reverse",
+        }
+    }
 }
 
 /// Flow kinds.
@@ -661,6 +719,8 @@ pub struct FlowSpec {
     pub abc_limit: Option<Spanned<u32>>,
     /// Dumbbell: this flow's access-link delay (both sides), overriding the topology's.
     pub access_delay: Option<Spanned<Duration>>,
+    /// tcp, udp-cbr: which way the data goes (default forward).
+    pub direction: Option<Spanned<FlowDirection>>,
     /// `kind = "paths"` topology, single-path flows: the path taken
     /// (default: the first path).
     pub path: Option<Spanned<String>>,
@@ -987,9 +1047,26 @@ impl Scenario {
                     ));
                 }
             }
-            if let Some(loss) = &spec.loss {
-                self.validate_loss(i, loss)?;
+            if let Some(ds) = &spec.delay_schedule {
+                if let Some(d) = &spec.delay {
+                    return Err(self.error(
+                        Some(d.span()),
+                        &key("delay"),
+                        format!(
+                            "delay = \"{}\" given with `delay_schedule`: give one of them (the schedule's first step is the delay from 0s)",
+                            d.get_ref()
+                        ),
+                    ));
+                }
+                crate::build::delay_schedule(ds.get_ref())
+                    .map_err(|m| self.error(Some(ds.span()), &key("delay_schedule"), m))?;
             }
+            if let Some(loss) = &spec.loss {
+                self.validate_loss(&key("loss"), loss)?;
+            }
+        }
+        if let Some(loss) = &self.topology.reverse_loss {
+            self.validate_loss("topology.reverse_loss", loss)?;
         }
         if self.topology.kind == TopologyKind::Dumbbell
             && !self.links.iter().any(|l| l.get_ref().name == "bottleneck")
@@ -1268,21 +1345,32 @@ impl Scenario {
         Ok(())
     }
 
-    fn validate_loss(&self, i: usize, loss: &Spanned<LossSpec>) -> Result<(), ScenarioError> {
+    /// A loss table (`loss` of a link, `reverse_loss` of the topology) whose
+    /// key is `key`: the model's parameters, and no other model's.
+    fn validate_loss(&self, key: &str, loss: &Spanned<LossSpec>) -> Result<(), ScenarioError> {
         let l = loss.get_ref();
         let span = Some(loss.span());
-        let key = format!("link[{i}].loss");
         let ge_given = l.step.is_some()
             || l.p_gb.is_some()
             || l.p_bg.is_some()
             || l.loss_good.is_some()
             || l.loss_bad.is_some();
+        if l.windows.is_some() && l.model != LossModelKind::Outage {
+            return Err(self.error(
+                span,
+                &format!("{key}.windows"),
+                format!(
+                    "`windows` is for model = \"outage\" (this model is \"{}\")",
+                    l.model.as_str()
+                ),
+            ));
+        }
         match l.model {
             LossModelKind::None => {
                 if l.p.is_some() || ge_given {
                     return Err(self.error(
                         span,
-                        &key,
+                        key,
                         "loss parameters given with model = \"none\" (set `model`)",
                     ));
                 }
@@ -1298,7 +1386,7 @@ impl Scenario {
                 if ge_given {
                     return Err(self.error(
                         span,
-                        &key,
+                        key,
                         "Gilbert–Elliott parameters given with model = \"bernoulli\"",
                     ));
                 }
@@ -1338,6 +1426,24 @@ impl Scenario {
                         "`p` is for model = \"bernoulli\"",
                     ));
                 }
+            }
+            LossModelKind::Outage => {
+                if l.p.is_some() || ge_given {
+                    return Err(self.error(
+                        span,
+                        key,
+                        "model = \"outage\" takes `windows` only (no `p`, no Gilbert–Elliott parameters)",
+                    ));
+                }
+                let Some(w) = &l.windows else {
+                    return Err(self.error(
+                        span,
+                        &format!("{key}.windows"),
+                        "model = \"outage\" needs `windows = [[\"60s\", \"90s\"], ...]`",
+                    ));
+                };
+                crate::link::OutageWindows::new(w.clone())
+                    .map_err(|e| self.error(span, &format!("{key}.windows"), e.to_string()))?;
             }
         }
         Ok(())
@@ -1602,6 +1708,19 @@ impl Scenario {
                     Some(l.span()),
                     &key("abc_limit"),
                     format!("{} is out of range (1..16)", l.get_ref()),
+                ));
+            }
+        }
+        if let Some(d) = &spec.direction {
+            if !matches!(kind, Tcp | UdpCbr) {
+                return Err(self.error(
+                    Some(d.span()),
+                    &key("direction"),
+                    format!(
+                        "direction = \"{}\" only applies to flows of kind tcp/udp-cbr (this flow is {})",
+                        d.get_ref().as_str(),
+                        kind.as_str()
+                    ),
                 ));
             }
         }
@@ -1925,5 +2044,60 @@ cc = "gcc"
             "s.toml",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn robustness_keys_reach_the_link_configurations() {
+        use crate::link::LossConfig;
+        // A route change, loss on the reverse path, a reverse TCP flow.
+        let text = GOOD
+            .replace(
+                "delay = \"20ms\"",
+                "delay_schedule = [{ at = \"0s\", delay = \"20ms\" }, { at = \"5s\", delay = \"80ms\" }]",
+            )
+            .replace(
+                "[[link]]",
+                "[topology]\nreverse_loss = { model = \"outage\", windows = [[\"2s\", \"3s\"]] }\n[[link]]",
+            )
+            + "[[flow]]\nname = \"up\"\nkind = \"tcp\"\ndirection = \"reverse\"\n";
+        let s = Scenario::from_toml_str(&text, "s.toml").unwrap();
+        assert!(s.flows[0].get_ref().direction.is_none());
+        assert_eq!(
+            s.flows[1]
+                .get_ref()
+                .direction
+                .as_ref()
+                .map(|d| *d.get_ref()),
+            Some(FlowDirection::Reverse)
+        );
+        let fwd = s.link_config(0).unwrap();
+        assert_eq!(fwd.delay, Duration::ZERO);
+        assert_eq!(fwd.min_delay(), Duration::from_millis(20));
+        assert_eq!(
+            fwd.delay_at(rtcc_core::Instant::from_secs(5)),
+            Duration::from_millis(80)
+        );
+        assert!(matches!(fwd.loss, LossConfig::None));
+        // The reverse link follows the forward delay schedule and takes
+        // `reverse_loss`.
+        let rev = s.reverse_link_config(0).unwrap();
+        assert_eq!(rev.delay_schedule, fwd.delay_schedule);
+        match &rev.loss {
+            LossConfig::Outage(w) => assert_eq!(
+                w.windows().collect::<Vec<_>>(),
+                vec![(Duration::from_secs(2), Duration::from_secs(3))]
+            ),
+            other => panic!("reverse loss {other:?}"),
+        }
+        // `reverse_delay` fixes the reverse delay whatever the forward does.
+        let fixed = text.replace("[topology]", "[topology]\nreverse_delay = \"30ms\"");
+        let rev = Scenario::from_toml_str(&fixed, "s.toml")
+            .unwrap()
+            .reverse_link_config(0)
+            .unwrap();
+        assert_eq!(
+            (rev.delay, rev.delay_schedule.is_none()),
+            (Duration::from_millis(30), true)
+        );
     }
 }

@@ -150,6 +150,97 @@ fn bad_scenarios_name_file_line_key_and_value() {
             "key `link[0].trace`",
             "traces/nope.log",
         ),
+        // Reverse cross traffic: tcp and udp-cbr only, forward or reverse.
+        (
+            good.replace("cc = \"gcc\"", "cc = \"gcc\"\ndirection = \"reverse\""),
+            "key `flow[0].direction`",
+            "\"reverse\" only applies to flows of kind tcp/udp-cbr (this flow is media)",
+        ),
+        (
+            format!("{good}\n[[flow]]\nname = \"up\"\nkind = \"tcp\"\ndirection = \"backwards\"\n"),
+            "key `flow[1].direction`",
+            "backwards",
+        ),
+        // A delay schedule: alone, from 0s, in increasing order.
+        (
+            good.replace(
+                "delay = \"20ms\"",
+                "delay = \"20ms\"\ndelay_schedule = [{ at = \"0s\", delay = \"20ms\" }]",
+            ),
+            "key `link[0].delay`",
+            "delay = \"20ms\" given with `delay_schedule`",
+        ),
+        (
+            good.replace(
+                "delay = \"20ms\"",
+                "delay_schedule = [{ at = \"5s\", delay = \"20ms\" }]",
+            ),
+            "key `link[0].delay_schedule`",
+            "must start at 0s, not 5s",
+        ),
+        (
+            good.replace(
+                "delay = \"20ms\"",
+                "delay_schedule = [{ at = \"0s\", delay = \"20ms\" }, { at = \"60s\", delay = \"80ms\" }, { at = \"30s\", delay = \"40ms\" }]",
+            ),
+            "key `link[0].delay_schedule`",
+            "step 2 starts at 30s, not after the previous step (60s)",
+        ),
+        (
+            good.replace("delay = \"20ms\"", "delay_schedule = []"),
+            "key `link[0].delay_schedule`",
+            "at least one step",
+        ),
+        // Outage windows: non-empty, sorted, disjoint; outage only.
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"outage\", windows = [[\"60s\", \"90s\"], [\"80s\", \"95s\"]] }",
+            ),
+            "key `link[0].loss.windows`",
+            "window 1 starts at \"80s\", before the previous window ends (\"90s\")",
+        ),
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"outage\", windows = [[\"60s\", \"60s\"]] }",
+            ),
+            "key `link[0].loss.windows`",
+            "window 0 [\"60s\", \"60s\"] is empty",
+        ),
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"outage\" }",
+            ),
+            "key `link[0].loss.windows`",
+            "model = \"outage\" needs `windows",
+        ),
+        (
+            good.replace(
+                "queue = \"100KB\"",
+                "queue = \"100KB\"\nloss = { model = \"bernoulli\", p = 0.1, windows = [[\"1s\", \"2s\"]] }",
+            ),
+            "key `link[0].loss.windows`",
+            "this model is \"bernoulli\"",
+        ),
+        // Loss on the reverse links: a link's loss table, checked alike.
+        (
+            good.replace(
+                "[[link]]",
+                "[topology]\nreverse_loss = { model = \"outage\", windows = [[\"10s\", \"5s\"]] }\n[[link]]",
+            ),
+            "key `topology.reverse_loss.windows`",
+            "window 0 [\"10s\", \"5s\"] is empty",
+        ),
+        (
+            good.replace(
+                "[[link]]",
+                "[topology]\nreverse_loss = { model = \"bernoulli\" }\n[[link]]",
+            ),
+            "key `topology.reverse_loss.p`",
+            "needs `p`",
+        ),
     ];
     for (text, key, value) in cases {
         let path = tmp("bad.toml");
@@ -398,6 +489,40 @@ name = "udp"
 kind = "udp-cbr"
 rate = "2Mbps"
 start = "1.0093s"
+"#,
+            true,
+        ),
+        (
+            // Reverse cross traffic (its data on the reverse bottleneck,
+            // its ACKs on the forward one), a route change and a feedback
+            // outage: the robustness cases' conditions.
+            "dumbbell-reverse-route-change",
+            r#"
+duration = "12s"
+[topology]
+kind = "dumbbell"
+reverse_loss = { model = "outage", windows = [["6s", "6.5s"]] }
+[[link]]
+name = "bottleneck"
+rate = "3Mbps"
+delay_schedule = [{ at = "0s", delay = "15ms" }, { at = "4s", delay = "45ms" }, { at = "8s", delay = "10ms" }]
+queue = "60KB"
+[[flow]]
+name = "gcc"
+kind = "media"
+cc = "gcc"
+[[flow]]
+name = "up"
+kind = "tcp"
+direction = "reverse"
+start = "2.0137s"
+[[flow]]
+name = "udp"
+kind = "udp-cbr"
+rate = "500kbps"
+direction = "reverse"
+start = "3.0071s"
+stop = "10s"
 "#,
             true,
         ),

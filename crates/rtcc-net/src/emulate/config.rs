@@ -249,6 +249,7 @@ impl LinkOptions {
         let config = LinkConfig {
             rate,
             delay: duration("delay", &self.delay)?,
+            delay_schedule: None,
             jitter: duration("jitter", &self.jitter)?,
             queue,
             loss,

@@ -424,7 +424,9 @@ pub struct DirectionStats {
     pub held_at_exit: u64,
     /// Largest time a delivered datagram spent in the link before propagation:
     /// its scheduled delivery − arrival − the link's delay, i.e. waiting +
-    /// transmission (+ jitter).
+    /// transmission (+ jitter). With a delay schedule, the delay in force at
+    /// the datagram's arrival (off by the change for a datagram that waits
+    /// across one).
     pub max_queue_delay: Duration,
     /// Waiting time in the queue, as the simulator reports it
     /// ([`Link::queue_delay`]), in ms.
@@ -557,7 +559,7 @@ impl Direction {
             LinkOutcome::Delivered { at } => {
                 let in_link = at
                     .saturating_duration_since(now)
-                    .saturating_sub(self.link.config().delay);
+                    .saturating_sub(self.link.config().delay_at(now));
                 c.max_queue_delay = c.max_queue_delay.max(in_link);
                 let mut buf = pool
                     .pop()

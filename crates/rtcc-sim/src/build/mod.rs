@@ -4,7 +4,8 @@
 //!
 //! - `mod.rs`: [`World::build`]: the declared links and their reverse links,
 //!   a dumbbell's access links, each flow's routes and bottleneck (least mean
-//!   capacity over the run), the flows with their setups and controller
+//!   capacity over the run; a `direction = "reverse"` flow's routes swapped,
+//!   its bottleneck the reverse one), the flows with their setups and controller
 //!   seeds, which links are dedicated to one path (cut-through, early
 //!   delivery), and the first events (flow starts and stops, the first
 //!   sample).
@@ -33,11 +34,14 @@ pub(crate) use self::flow::{
     encoder_config, flow_packetizer, psnr_config, svc_encoder_config, FlowSetup, MultipathSetup,
     TfrcSetup,
 };
+pub(crate) use self::topology::delay_schedule;
 use self::topology::queue_limit;
 use crate::engine::EventQueue;
 use crate::link::{Link, LinkConfig, LossConfig, RateModel};
 use crate::metrics::DelayHistogram;
-use crate::scenario::{FlowKind, ResolvedPath, Scenario, ScenarioError, TopologyKind};
+use crate::scenario::{
+    FlowDirection, FlowKind, ResolvedPath, Scenario, ScenarioError, TopologyKind,
+};
 use crate::world::{
     Dir, Event, Flow, FlowCounters, MpFlow, MpPath, Presample, ReceiverEp, SenderEp, Sinks, World,
 };
@@ -56,6 +60,15 @@ const START_RNG: u64 = 4 << 32;
 /// Scheduler of a multipath-media flow without `scheduler`: min-cost, the
 /// paper's own (Delay-BBR multipath §4.2).
 const DEFAULT_SCHEDULER: &str = "min-cost";
+
+/// The links of one path of a `paths` topology, in the order packets cross
+/// them, and each direction's bottleneck (least mean capacity over the run).
+struct PathLinks {
+    fwd: Vec<u32>,
+    rev: Vec<u32>,
+    bottleneck: usize,
+    rev_bottleneck: usize,
+}
 
 impl World {
     /// The world of scenario `sc` run with `seed`, writing its streamed
@@ -97,8 +110,7 @@ impl World {
         let rev_main = if paths_topology {
             for (i, l) in sc.links.iter().enumerate() {
                 if resolved.iter().any(|p| p.links.contains(&i)) {
-                    let cfg =
-                        sc.reverse_config_of(links[declared[i] as usize].config(), l.get_ref());
+                    let cfg = sc.reverse_config_of(links[declared[i] as usize].config())?;
                     reverse_of[i] = Some(add_link(
                         &mut links,
                         &mut link_names,
@@ -110,7 +122,7 @@ impl World {
             // Not a route of its own here; only marked as sampled below.
             reverse_of[main_idx].unwrap_or(main)
         } else {
-            let reverse_cfg = sc.reverse_config_of(links[main as usize].config(), main_spec);
+            let reverse_cfg = sc.reverse_config_of(links[main as usize].config())?;
             add_link(
                 &mut links,
                 &mut link_names,
@@ -119,10 +131,22 @@ impl World {
             )
         };
         let end = Instant::ZERO + sc.duration;
+        // The link of least mean capacity over the run among `route`, the
+        // first such link on a tie (with equal rates, the first one the
+        // packets cross is where a queue builds).
+        let bottleneck_of = |route: &[u32]| -> usize {
+            let mut bneck = route[0] as usize;
+            for &l in route {
+                let cap = links[l as usize].mean_capacity(Instant::ZERO, end);
+                if cap < links[bneck].mean_capacity(Instant::ZERO, end) {
+                    bneck = l as usize;
+                }
+            }
+            bneck
+        };
         // Per resolved path: forward links, reverse links (receiver to
-        // sender), and the bottleneck (least mean capacity over the run,
-        // the first such link on a tie).
-        let path_links: Vec<(Vec<u32>, Vec<u32>, usize)> = resolved
+        // sender), the bottleneck of each direction.
+        let path_links: Vec<PathLinks> = resolved
             .iter()
             .map(|p: &ResolvedPath| {
                 let fwd: Vec<u32> = p.links.iter().map(|&i| declared[i]).collect();
@@ -133,14 +157,12 @@ impl World {
                     .rev()
                     .filter_map(|&i| reverse_of[i])
                     .collect();
-                let mut bneck = fwd[0] as usize;
-                for &l in &fwd {
-                    let cap = links[l as usize].mean_capacity(Instant::ZERO, end);
-                    if cap < links[bneck].mean_capacity(Instant::ZERO, end) {
-                        bneck = l as usize;
-                    }
+                PathLinks {
+                    bottleneck: bottleneck_of(&fwd),
+                    rev_bottleneck: bottleneck_of(&rev),
+                    fwd,
+                    rev,
                 }
-                (fwd, rev, bneck)
             })
             .collect();
         let path_index = |name: &str| resolved.iter().position(|p| p.name == name);
@@ -152,6 +174,7 @@ impl World {
             let spec = f.get_ref();
             mp_route_base.push(mp_routes.len() as u32);
             let mut bottleneck = main as usize;
+            let mut rev_bottleneck = rev_main as usize;
             let mut mp = None;
             let (fwd, rev) = match topo.kind {
                 TopologyKind::Single => {
@@ -170,6 +193,7 @@ impl World {
                     let access = LinkConfig {
                         rate: RateModel::Constant(topo.access_rate),
                         delay,
+                        delay_schedule: None,
                         jitter: Duration::ZERO,
                         queue: queue_limit(topo.access_queue),
                         loss: LossConfig::None,
@@ -218,11 +242,10 @@ impl World {
                     };
                     let mut first = None;
                     for (k, &pi) in chosen.iter().enumerate() {
-                        let (pf, pr, _) = &path_links[pi];
                         let a = paths.len() as u32;
-                        paths.extend(pf);
+                        paths.extend(&path_links[pi].fwd);
                         let b = paths.len() as u32;
-                        paths.extend(pr);
+                        paths.extend(&path_links[pi].rev);
                         let c = paths.len() as u32;
                         if k == 0 {
                             first = Some(((a, b), (b, c)));
@@ -230,7 +253,10 @@ impl World {
                             mp_routes.extend([(a, b), (b, c)]);
                         }
                     }
-                    bottleneck = chosen.first().map_or(main as usize, |&pi| path_links[pi].2);
+                    if let Some(&pi) = chosen.first() {
+                        bottleneck = path_links[pi].bottleneck;
+                        rev_bottleneck = path_links[pi].rev_bottleneck;
+                    }
                     if *spec.kind.get_ref() == FlowKind::MultipathMedia {
                         let scheduler = spec
                             .scheduler
@@ -243,7 +269,7 @@ impl World {
                                 .iter()
                                 .map(|&pi| MpPath {
                                     name: resolved[pi].name.clone(),
-                                    bottleneck: path_links[pi].2,
+                                    bottleneck: path_links[pi].bottleneck,
                                     dropped: 0,
                                     owd: DelayHistogram::new(),
                                     outcome: None,
@@ -258,6 +284,21 @@ impl World {
                         sc.error(Some(f.span()), &format!("flow[{i}].paths"), "no path")
                     })?
                 }
+            };
+            // A reverse flow (tcp, udp-cbr: validation checked) sends its
+            // data on the reverse path and hears its ACKs on the forward
+            // one: its routes swap, and the link its outputs measure (time
+            // series queue and capacity, available bandwidth) is the
+            // reverse bottleneck.
+            let reverse = spec
+                .direction
+                .as_ref()
+                .is_some_and(|d| *d.get_ref() == FlowDirection::Reverse);
+            let (fwd, rev) = if reverse {
+                bottleneck = rev_bottleneck;
+                (rev, fwd)
+            } else {
+                (fwd, rev)
             };
             let capacity = links[bottleneck].mean_capacity(Instant::ZERO, end);
             let mut setup = Self::flow_setup(sc, i, spec, capacity)?;

@@ -1,17 +1,62 @@
 //! The links of a scenario: a `[[link]]` to the [`LinkConfig`] a run gives
-//! it (a constant rate, a trace or a schedule; loss, from the scenario or an
-//! OpenNetLab trace; the queue) and the reverse link a run pairs with the
-//! main one; and the [`Scenario`] methods through which tools that replay a
-//! scenario's links elsewhere (rtcc-net's emulator) get the same
-//! configurations. How links are wired into paths is [`World::build`].
+//! it (a constant rate, a trace or a schedule; a constant or scheduled delay;
+//! loss, from the scenario or an OpenNetLab trace; the queue) and the reverse
+//! link a run pairs with the main one; and the [`Scenario`] methods through
+//! which tools that replay a scenario's links elsewhere (rtcc-net's emulator)
+//! get the same configurations. How links are wired into paths is
+//! [`World::build`].
 
-use rtcc_core::{Bitrate, Duration};
+use std::sync::Arc;
 
-use crate::link::{self, LinkConfig, LossConfig, QueueLimit, RateModel};
+use rtcc_core::{Bitrate, Duration, Probability};
+
+use crate::link::{
+    self, DelaySchedule, LinkConfig, LossConfig, OutageWindows, QueueLimit, RateModel,
+};
 use crate::scenario::{
-    LinkSpec, LossModelKind, QueueSpec, Scenario, ScenarioError, TopologyKind, TraceFormatSpec,
+    DelayStep, LinkSpec, LossModelKind, LossSpec, QueueSpec, Scenario, ScenarioError, TopologyKind,
+    TraceFormatSpec,
 };
 use crate::world::World;
+
+/// A `delay_schedule` to the link's [`DelaySchedule`], or what is wrong with
+/// it (the steps at fault and their values).
+pub(crate) fn delay_schedule(steps: &[DelayStep]) -> Result<DelaySchedule, String> {
+    if steps.is_empty() {
+        return Err("give at least one step, the first `{ at = \"0s\", delay = ... }`".into());
+    }
+    DelaySchedule::new(steps.iter().map(|s| (s.at, s.delay)).collect()).map_err(|e| match e {
+        link::ScheduleError::NotSorted { .. } => {
+            format!("{e}: steps must be in strictly increasing `at` order")
+        }
+        e => e.to_string(),
+    })
+}
+
+/// A `loss = { ... }` table to the link's [`LossConfig`], or what is wrong
+/// with its outage windows (validation has checked everything else).
+pub(crate) fn loss_config(s: &LossSpec) -> Result<LossConfig, String> {
+    let z = Probability::ZERO;
+    Ok(match s.model {
+        LossModelKind::None => LossConfig::None,
+        LossModelKind::Bernoulli => LossConfig::Bernoulli {
+            p: s.p.unwrap_or(z),
+        },
+        LossModelKind::GilbertElliott => LossConfig::GilbertElliott {
+            step: s.step.unwrap_or(Duration::from_millis(1)),
+            p_gb: s.p_gb.unwrap_or(z),
+            p_bg: s.p_bg.unwrap_or(z),
+            loss_good: s.loss_good.unwrap_or(z),
+            loss_bad: s.loss_bad.unwrap_or(z),
+        },
+        LossModelKind::Outage => {
+            let windows = s.windows.clone().unwrap_or_default();
+            LossConfig::Outage(Arc::new(
+                OutageWindows::new(windows).map_err(|e| e.to_string())?,
+            ))
+        }
+    })
+}
 
 pub(super) fn queue_limit(q: QueueSpec) -> QueueLimit {
     match q {
@@ -51,14 +96,19 @@ impl Scenario {
     /// The reverse path (feedback, ACKs) a run pairs with `[[link]]` number
     /// `index` when that link is the main one: `[topology]`'s `reverse_*`
     /// options, else the forward link's rate and queue for a dumbbell and an
-    /// unlimited rate and queue for a single link; the forward link's delay; no
-    /// jitter, no loss.
+    /// unlimited rate and queue for a single link; the forward link's delay
+    /// (constant or scheduled); no jitter; `reverse_loss` or no loss.
     pub fn reverse_link_config(&self, index: usize) -> Result<LinkConfig, ScenarioError> {
         let forward = self.link_config(index)?;
-        Ok(self.reverse_config_of(&forward, self.links[index].get_ref()))
+        self.reverse_config_of(&forward)
     }
 
-    pub(super) fn reverse_config_of(&self, forward: &LinkConfig, spec: &LinkSpec) -> LinkConfig {
+    /// The reverse link derived from a forward link's configuration
+    /// (`reverse_link_config`).
+    pub(super) fn reverse_config_of(
+        &self,
+        forward: &LinkConfig,
+    ) -> Result<LinkConfig, ScenarioError> {
         let topo = &self.topology;
         let dumbbell = topo.kind == TopologyKind::Dumbbell;
         let rate = match topo.reverse_rate {
@@ -71,14 +121,26 @@ impl Scenario {
             None if dumbbell => forward.queue,
             None => QueueLimit::Unlimited,
         };
-        LinkConfig {
+        // `reverse_delay` is constant; without it the reverse path follows
+        // the forward one, route changes included.
+        let (delay, delay_schedule) = match topo.reverse_delay {
+            Some(d) => (d, None),
+            None => (forward.delay, forward.delay_schedule.clone()),
+        };
+        let loss = match &topo.reverse_loss {
+            Some(l) => loss_config(l.get_ref())
+                .map_err(|m| self.error(Some(l.span()), "topology.reverse_loss.windows", m))?,
+            None => LossConfig::None,
+        };
+        Ok(LinkConfig {
             rate,
-            delay: topo.reverse_delay.unwrap_or(spec.delay),
+            delay,
+            delay_schedule,
             jitter: Duration::ZERO,
             queue,
-            loss: LossConfig::None,
+            loss,
             mahimahi_opportunity: forward.mahimahi_opportunity,
-        }
+        })
     }
 }
 
@@ -132,27 +194,21 @@ impl World {
         };
         let loss = match &l.loss {
             None => trace_loss.unwrap_or(LossConfig::None),
-            Some(ls) => {
-                let s = ls.get_ref();
-                let z = rtcc_core::Probability::ZERO;
-                match s.model {
-                    LossModelKind::None => LossConfig::None,
-                    LossModelKind::Bernoulli => LossConfig::Bernoulli {
-                        p: s.p.unwrap_or(z),
-                    },
-                    LossModelKind::GilbertElliott => LossConfig::GilbertElliott {
-                        step: s.step.unwrap_or(Duration::from_millis(1)),
-                        p_gb: s.p_gb.unwrap_or(z),
-                        p_bg: s.p_bg.unwrap_or(z),
-                        loss_good: s.loss_good.unwrap_or(z),
-                        loss_bad: s.loss_bad.unwrap_or(z),
-                    },
-                }
+            Some(ls) => loss_config(ls.get_ref())
+                .map_err(|m| sc.error(Some(ls.span()), &key("loss.windows"), m))?,
+        };
+        let delay_schedule = match &l.delay_schedule {
+            None => None,
+            Some(ds) => {
+                Some(Arc::new(delay_schedule(ds.get_ref()).map_err(|m| {
+                    sc.error(Some(ds.span()), &key("delay_schedule"), m)
+                })?))
             }
         };
         let cfg = LinkConfig {
             rate,
-            delay: l.delay,
+            delay: l.delay.as_ref().map_or(Duration::ZERO, |d| *d.get_ref()),
+            delay_schedule,
             jitter: l.jitter,
             queue: queue_limit(l.queue),
             loss,

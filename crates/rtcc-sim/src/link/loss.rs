@@ -1,5 +1,5 @@
-//! Random loss on a link: Bernoulli, Gilbert–Elliott, and a piecewise Bernoulli
-//! schedule (OpenNetLab traces).
+//! Random loss on a link: Bernoulli, Gilbert–Elliott, a piecewise Bernoulli
+//! schedule (OpenNetLab traces), and outage windows.
 //!
 //! Gilbert–Elliott: E. N. Gilbert, "Capacity of a burst-noise channel", Bell Syst.
 //! Tech. J. 39 (1960); E. O. Elliott, "Estimates of error rates for codes on
@@ -15,6 +15,16 @@
 //! distribution decays as `λ^k`), so one draw advances any number of steps and a
 //! long idle gap costs the same as one step. The chain is evaluated at the
 //! packet's departure instant (when it is on the channel).
+//!
+//! Outage windows ([`OutageWindows`]): the link is down during each window
+//! `[start, end)`, and every packet that *arrives* at it then is lost, at
+//! ingress, before the queue: it uses no capacity and has no queue delay
+//! (unlike the models above, which act at departure). Packets queued before
+//! a window still leave. This is the blackout of a route change or of a
+//! feedback path (the robustness cases of delay-based video congestion
+//! control); it draws nothing from the RNG. Windows are sorted and disjoint
+//! and arrivals come in non-decreasing time, so a cursor over the windows
+//! decides each packet in amortised O(1).
 
 use std::sync::Arc;
 
@@ -49,12 +59,16 @@ pub enum LossConfig {
     /// Bernoulli loss whose probability follows a piecewise schedule (e.g. the
     /// per-segment `loss` of an OpenNetLab trace).
     Schedule(Arc<LossSchedule>),
+    /// Every packet arriving inside one of the windows is lost (module doc).
+    Outage(Arc<OutageWindows>),
 }
 
 impl LossConfig {
     /// Long-run loss rate: `p`; for Gilbert–Elliott the stationary rate
     /// `(p_gb·loss_bad + p_bg·loss_good) / (p_gb + p_bg)` (the initial Good state's
-    /// rate if the chain never moves); for a schedule its time average over a period.
+    /// rate if the chain never moves); for a schedule its time average over a
+    /// period; 0 for outage windows (they end: a long enough run loses nothing
+    /// more, [`OutageWindows::total`] says how long the link is down).
     pub fn mean_loss(&self) -> f64 {
         match self {
             LossConfig::None => 0.0,
@@ -74,7 +88,98 @@ impl LossConfig {
                 }
             }
             LossConfig::Schedule(s) => s.mean(),
+            LossConfig::Outage(_) => 0.0,
         }
+    }
+}
+
+/// Why outage windows are unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutageError {
+    /// No window at all.
+    #[error("give at least one window, e.g. [[\"60s\", \"90s\"]]")]
+    Empty,
+    /// A window that does not end after it starts.
+    #[error("window {index} [\"{start}\", \"{end}\"] is empty: its end must be after its start")]
+    EmptyWindow {
+        /// Index of the offending window.
+        index: usize,
+        /// Its start.
+        start: Duration,
+        /// Its end.
+        end: Duration,
+    },
+    /// A window that starts before the previous one ends.
+    #[error(
+        "window {index} starts at \"{start}\", before the previous window ends (\"{previous_end}\"): \
+         windows must be sorted and must not overlap"
+    )]
+    Overlap {
+        /// Index of the offending window.
+        index: usize,
+        /// Its start.
+        start: Duration,
+        /// The previous window's end.
+        previous_end: Duration,
+    },
+}
+
+/// Intervals `[start, end)` of simulated time during which a link is down
+/// (module doc): non-empty, sorted, disjoint (one may start where the
+/// previous ends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutageWindows {
+    /// `(start, end)` in ns.
+    windows: Vec<(u64, u64)>,
+}
+
+impl OutageWindows {
+    /// Windows from `(start, end)` offsets from the start of the run.
+    pub fn new(windows: Vec<(Duration, Duration)>) -> Result<Self, OutageError> {
+        if windows.is_empty() {
+            return Err(OutageError::Empty);
+        }
+        for (index, &(start, end)) in windows.iter().enumerate() {
+            if end <= start {
+                return Err(OutageError::EmptyWindow { index, start, end });
+            }
+            if let Some(&(_, previous_end)) = index.checked_sub(1).and_then(|p| windows.get(p)) {
+                if start < previous_end {
+                    return Err(OutageError::Overlap {
+                        index,
+                        start,
+                        previous_end,
+                    });
+                }
+            }
+        }
+        Ok(OutageWindows {
+            windows: windows
+                .iter()
+                .map(|(s, e)| (s.as_nanos(), e.as_nanos()))
+                .collect(),
+        })
+    }
+
+    /// The windows as `(start, end)`.
+    pub fn windows(&self) -> impl Iterator<Item = (Duration, Duration)> + '_ {
+        self.windows
+            .iter()
+            .map(|&(s, e)| (Duration::from_nanos(s), Duration::from_nanos(e)))
+    }
+
+    /// Whether the link is down at `t`.
+    pub fn contains(&self, t: Instant) -> bool {
+        let t = t.as_nanos();
+        // The first window that ends after `t` is the only one that can hold it.
+        let i = self.windows.partition_point(|w| w.1 <= t);
+        self.windows.get(i).is_some_and(|w| w.0 <= t)
+    }
+
+    /// How long the link is down in all.
+    pub fn total(&self) -> Duration {
+        Duration::from_nanos(self.windows.iter().map(|w| w.1 - w.0).sum())
     }
 }
 
@@ -155,6 +260,11 @@ pub(crate) enum LossState {
         bad: bool,
     },
     Schedule(Arc<LossSchedule>),
+    Outage {
+        windows: Arc<OutageWindows>,
+        /// The first window that had not ended at the last arrival.
+        next: usize,
+    },
 }
 
 impl LossState {
@@ -183,7 +293,24 @@ impl LossState {
                 }
             }
             LossConfig::Schedule(s) => LossState::Schedule(Arc::clone(s)),
+            LossConfig::Outage(w) => LossState::Outage {
+                windows: Arc::clone(w),
+                next: 0,
+            },
         }
+    }
+
+    /// Whether a packet arriving at `t` ns is lost at ingress (an outage
+    /// window holds `t`). `t` must not decrease between calls.
+    #[inline]
+    pub(crate) fn is_lost_at_arrival(&mut self, t: u64) -> bool {
+        let LossState::Outage { windows, next } = self else {
+            return false;
+        };
+        while windows.windows.get(*next).is_some_and(|w| w.1 <= t) {
+            *next += 1;
+        }
+        windows.windows.get(*next).is_some_and(|w| w.0 <= t)
     }
 
     /// Whether a packet on the channel at `t` is lost. `t` must not decrease between calls.
@@ -226,6 +353,8 @@ impl LossState {
                 let p = s.at(t).get();
                 p > 0.0 && rng.random::<f64>() < p
             }
+            // Decided at arrival (`is_lost_at_arrival`).
+            LossState::Outage { .. } => false,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Network links: rate models (constant, piecewise schedules, real traces), a
-//! drop-tail queue, propagation delay, jitter and random loss (DESIGN §4).
+//! drop-tail queue, propagation delay (constant or scheduled), jitter and
+//! random loss (DESIGN §4).
 //!
 //! # Performance model
 //!
@@ -9,7 +10,7 @@
 //! departure computation): with a constant rate,
 //! `departure = max(now, previous departure) + size / rate`; time-varying rates
 //! integrate the rate from the start of service ([`rate`] module);
-//! `delivery = departure + delay (+ jitter)`. Calls must come with non-decreasing
+//! `delivery = max(previous delivery, departure + delay (+ jitter))`. Calls must come with non-decreasing
 //! `now`. The link keeps the departure and cumulative size of the packets not
 //! yet departed (the newest in its own fields, the older ones in a ring
 //! buffer), and the start of service where it can differ from the
@@ -38,12 +39,17 @@
 //!   mm-link's code actually uses `PACKET_SIZE = 1504` (max TUN payload,
 //!   `src/frontend/link_queue.hh`): set 1504 to reproduce it byte for byte.
 //!   Deliveries happen exactly at the opportunity's millisecond.
-//! - **Propagation delay** is constant. **Jitter** adds an extra delay drawn
+//! - **Propagation delay** is constant, or follows a [`DelaySchedule`] (a route
+//!   change): the delay in force at the packet's departure applies.
+//!   **Jitter** adds an extra delay drawn
 //!   uniformly in `[0, jitter]` (integer nanoseconds) from the link's RNG; packets
 //!   are never reordered: a delivery is never earlier than the previous delivery
-//!   on the link (a packet that would overtake is held until the previous one).
+//!   on the link (a packet that would overtake, after a jitter draw or a fall
+//!   of the scheduled delay, is held until the previous one).
 //! - **Loss** is applied after the queue, at the packet's departure: a lost
-//!   packet has used link capacity (like a radio loss); see [`loss`].
+//!   packet has used link capacity (like a radio loss); see [`loss`]. Outage
+//!   windows are the exception: a packet arriving while the link is down is
+//!   lost at ingress, before the queue. Both count in `drops_loss`.
 //! - **Queue delay** ([`Link::queue_delay`]) of each admitted packet is
 //!   its waiting time: from its arrival until its own transmission starts
 //!   (zero on an idle link), excluding its transmission time, propagation and
@@ -52,17 +58,20 @@
 //!   (bench/ns3/README.md). Packets later lost are included (they went through
 //!   the queue).
 
+pub mod delay;
 pub mod loss;
 pub mod rate;
 pub mod trace;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rtcc_core::rng::Rng;
 use rtcc_core::{Bitrate, Bytes, Duration, Instant};
 
+pub use self::delay::DelaySchedule;
 use self::loss::LossState;
-pub use self::loss::{LossConfig, LossSchedule};
+pub use self::loss::{LossConfig, LossSchedule, OutageError, OutageWindows};
 use self::rate::Server;
 pub use self::rate::{MahimahiError, MahimahiTrace, RateModel, RateSchedule, ScheduleError};
 pub use self::trace::{load_opennetlab, load_trace, OpenNetLabTrace, TraceError, TraceFormat};
@@ -83,8 +92,12 @@ const INITIAL_BACKLOG_CAPACITY: usize = 16;
 pub struct LinkConfig {
     /// How fast the link drains its queue.
     pub rate: RateModel,
-    /// One-way propagation delay.
+    /// One-way propagation delay; must be zero with a `delay_schedule` (read
+    /// [`LinkConfig::delay_at`] or [`LinkConfig::min_delay`] to cover both).
     pub delay: Duration,
+    /// A one-way propagation delay that changes over the run (route change),
+    /// instead of `delay`; `None` for a constant delay.
+    pub delay_schedule: Option<Arc<DelaySchedule>>,
     /// Maximum extra delay, drawn uniformly in `[0, jitter]` per packet (no reordering).
     pub jitter: Duration,
     /// Drop-tail limit of the queue.
@@ -102,6 +115,7 @@ impl Default for LinkConfig {
         LinkConfig {
             rate: RateModel::Constant(Bitrate::mbps(1)),
             delay: Duration::ZERO,
+            delay_schedule: None,
             jitter: Duration::ZERO,
             queue: QueueLimit::Unlimited,
             loss: LossConfig::None,
@@ -123,6 +137,9 @@ pub enum LinkConfigError {
     /// The Gilbert–Elliott chain needs a positive step.
     #[error("Gilbert-Elliott step must be > 0")]
     ZeroLossStep,
+    /// A constant delay and a delay schedule: which one holds?
+    #[error("give a constant delay ({0}) or a delay schedule, not both")]
+    DelayAndSchedule(Duration),
 }
 
 impl LinkConfig {
@@ -141,7 +158,28 @@ impl LinkConfig {
                 return Err(LinkConfigError::ZeroLossStep);
             }
         }
+        if self.delay_schedule.is_some() && !self.delay.is_zero() {
+            return Err(LinkConfigError::DelayAndSchedule(self.delay));
+        }
         Ok(())
+    }
+
+    /// The propagation delay in force at `t`: `delay`, or the schedule's step
+    /// holding `t`.
+    pub fn delay_at(&self, t: Instant) -> Duration {
+        match &self.delay_schedule {
+            Some(s) => s.delay_at(t),
+            None => self.delay,
+        }
+    }
+
+    /// The least propagation delay over the run: `delay`, or the smallest of
+    /// the schedule's delays (the link's part of a base RTT).
+    pub fn min_delay(&self) -> Duration {
+        match &self.delay_schedule {
+            Some(s) => s.min(),
+            None => self.delay,
+        }
     }
 
     /// The queue limit in bytes, if it is one of bytes or time (`Time(d)` = `d ×` the
@@ -293,14 +331,14 @@ impl Ring {
 /// A run with many flows has hundreds of links, and a packet visits several of
 /// them between two visits to the same one, so a link's state is usually out
 /// of the cache when a packet arrives. What [`Link::transmit`] touches on a
-/// link with a constant rate, no loss and no jitter (`fast_rate` non-zero)
+/// link with a constant rate and delay, no loss and no jitter (`fast_rate` non-zero)
 /// comes first, in declaration order (`repr(C)`), in two cache lines aligned
 /// to 128 bytes (a pair the adjacent-line prefetcher fetches together): the
 /// queue state, then the propagation parameters and the queue-delay
 /// histogram's header. The counters a packet leaves unchanged on that path
 /// are derived when read ([`Link::stats`]). The rest follows: counters of
 /// drops and losses, the other links' state (service starts, jitter,
-/// delivery order), rate model, loss model, RNG and configuration.
+/// delivery order, delay schedule), rate model, loss model, RNG and configuration.
 #[derive(Debug)]
 #[repr(C, align(128))]
 pub struct Link {
@@ -319,9 +357,11 @@ pub struct Link {
     /// Drop-tail limits (`u64::MAX`: none).
     limit_bytes: u64,
     limit_packets: u64,
+    /// The constant propagation delay (0 with a delay schedule).
     delay_ns: u64,
-    /// The rate (bit/s) of a constant-rate link without loss or jitter, whose
-    /// packets `transmit` serves from the fields above alone; 0 otherwise.
+    /// The rate (bit/s) of a constant-rate link without loss, jitter or delay
+    /// schedule, whose packets `transmit` serves from the fields above
+    /// alone; 0 otherwise.
     fast_rate: u64,
     /// The last packet size served on the fast path and its transmission time
     /// (ns), since most packets of a link have one of a few sizes: saves the
@@ -334,8 +374,12 @@ pub struct Link {
     /// number of admitted packets.
     queue_delay: DelayHistogram,
     drops_queue: u64,
+    /// Packets lost by the loss model, at departure or at arrival (outage
+    /// windows).
     drops_loss: u64,
-    /// Bytes of the packets lost by the loss model.
+    /// Of `drops_loss`, the packets lost at arrival, never admitted.
+    lost_at_arrival: u64,
+    /// Bytes of the packets lost by the loss model after the queue.
     bytes_lost: u64,
     /// Bytes of admitted packets that departed at their arrival, never queued
     /// (not in `queued`).
@@ -346,6 +390,9 @@ pub struct Link {
     /// Delivery of the last delivered packet (for the no-reordering rule).
     last_delivery: Instant,
     jitter_ns: u64,
+    /// The scheduled delay, if any, and the step of the last departure.
+    delay_schedule: Option<Arc<DelaySchedule>>,
+    delay_step: usize,
     server: Server,
     loss: LossState,
     rng: Rng,
@@ -370,8 +417,9 @@ impl Link {
                 (b, u64::MAX)
             }
         };
-        let fast_rate = match (&server, &loss, config.jitter.is_zero()) {
-            (Server::Constant { rate }, LossState::None, true) => *rate,
+        let constant_delay = config.delay_schedule.is_none();
+        let fast_rate = match (&server, &loss, config.jitter.is_zero(), constant_delay) {
+            (Server::Constant { rate }, LossState::None, true, true) => *rate,
             _ => 0,
         };
         Link {
@@ -388,11 +436,14 @@ impl Link {
             queue_delay: DelayHistogram::new(),
             drops_queue: 0,
             drops_loss: 0,
+            lost_at_arrival: 0,
             bytes_lost: 0,
             bytes_unqueued: 0,
             starts: VecDeque::new(),
             last_delivery: Instant::ZERO,
             jitter_ns: config.jitter.as_nanos(),
+            delay_schedule: config.delay_schedule.clone(),
+            delay_step: 0,
             server,
             loss,
             rng,
@@ -414,6 +465,13 @@ impl Link {
         let now_ns = now.as_nanos();
         let size = size.get();
         self.drain(now_ns);
+        // Only a link with a loss model can be down (outage windows), and
+        // such a link is never a fast one.
+        if self.fast_rate == 0 && self.loss.is_lost_at_arrival(now_ns) {
+            self.drops_loss += 1;
+            self.lost_at_arrival += 1;
+            return LinkOutcome::DroppedLoss;
+        }
 
         let (waiting_pkts, waiting_bytes) = self.waiting(now_ns);
         if waiting_bytes.saturating_add(size) > self.limit_bytes
@@ -468,7 +526,11 @@ impl Link {
             self.bytes_lost += size;
             return LinkOutcome::DroppedLoss;
         }
-        let mut at = departed + Duration::from_nanos(self.delay_ns);
+        let delay_ns = match &self.delay_schedule {
+            Some(s) => s.advance(&mut self.delay_step, departure),
+            None => self.delay_ns,
+        };
+        let mut at = departed + Duration::from_nanos(delay_ns);
         if self.jitter_ns > 0 {
             use rand::Rng as _;
             at += Duration::from_nanos(self.rng.random_range(0..=self.jitter_ns));
@@ -542,8 +604,8 @@ impl Link {
     pub fn stats(&self) -> LinkStats {
         let admitted = self.queue_delay.count();
         LinkStats {
-            packets_in: admitted + self.drops_queue,
-            delivered: admitted - self.drops_loss,
+            packets_in: admitted + self.drops_queue + self.lost_at_arrival,
+            delivered: admitted - (self.drops_loss - self.lost_at_arrival),
             bytes_delivered: self.queued + self.bytes_unqueued - self.bytes_lost,
             drops_queue: self.drops_queue,
             drops_loss: self.drops_loss,

@@ -600,6 +600,227 @@ fn gilbert_elliott_jumps_long_gaps_in_constant_time() {
     assert!((r - 0.25).abs() < 0.005, "{r}");
 }
 
+// ---------------------------------------------------------------- outage windows
+
+fn windows(w: &[(u64, u64)]) -> Result<OutageWindows, OutageError> {
+    OutageWindows::new(
+        w.iter()
+            .map(|&(s, e)| (Duration::from_millis(s), Duration::from_millis(e)))
+            .collect(),
+    )
+}
+
+#[test]
+fn outage_drops_every_arrival_inside_a_window_and_nothing_else() {
+    // 12 Mbps: 1500 B take 1 ms. Down over [10 ms, 20 ms) and [30 ms, 31 ms).
+    let w = Arc::new(windows(&[(10, 20), (30, 31)]).unwrap());
+    let mut l = link(LinkConfig {
+        delay: Duration::from_millis(5),
+        loss: LossConfig::Outage(Arc::clone(&w)),
+        ..constant(Bitrate::mbps(12))
+    });
+    assert_eq!(
+        l.fast_rate, 0,
+        "a link that can be down is never a fast one"
+    );
+    // Three packets at 8.5 ms: queued before the window, they still leave
+    // during it (departures at 9.5, 10.5 and 11.5 ms).
+    for k in 0..3 {
+        let t = at(l.transmit(us(8_500), Bytes::new(1500)));
+        assert_eq!(t, us(14_500 + 1_000 * k), "packet {k} of the burst");
+    }
+    // One packet per ms from 12 ms to 40 ms: lost exactly when the arrival
+    // is in a window (start included, end excluded).
+    let mut lost = 0;
+    for i in 12..40 {
+        let o = l.transmit(ms(i), Bytes::new(1500));
+        let down = (10..20).contains(&i) || i == 30;
+        assert_eq!(
+            o == LinkOutcome::DroppedLoss,
+            down,
+            "arrival at {i} ms: {o:?}"
+        );
+        if down {
+            lost += 1;
+        } else {
+            // Lost ones took no capacity: the link is idle at each arrival.
+            assert_eq!(at(o), ms(i + 6), "arrival at {i} ms");
+        }
+        assert_eq!(down, w.contains(ms(i)));
+    }
+    assert_eq!(lost, 9);
+    // Counted as random losses: offered = delivered + lost, and the lost
+    // packets are neither admitted (no queue-delay sample) nor delivered bytes.
+    let s = l.stats();
+    assert_eq!(s.packets_in, 3 + 28);
+    assert_eq!(s.drops_loss, 9);
+    assert_eq!(s.drops_queue, 0);
+    assert_eq!(s.delivered, 3 + 28 - 9);
+    assert_eq!(s.bytes_delivered, 1500 * s.delivered);
+    assert_eq!(l.queue_delay().count(), s.delivered);
+}
+
+#[test]
+fn outage_windows_must_be_non_empty_sorted_and_disjoint() {
+    assert_eq!(windows(&[]), Err(OutageError::Empty));
+    let e = windows(&[(10, 20), (40, 40)]).unwrap_err();
+    assert!(
+        matches!(e, OutageError::EmptyWindow { index: 1, .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("window 1 [\"40ms\", \"40ms\"]"),
+        "{e}"
+    );
+    let e = windows(&[(10, 20), (5, 8)]).unwrap_err();
+    assert!(matches!(e, OutageError::Overlap { index: 1, .. }), "{e}");
+    assert!(
+        e.to_string().contains("\"5ms\"") && e.to_string().contains("\"20ms\""),
+        "{e}"
+    );
+    let e = windows(&[(10, 20), (15, 30)]).unwrap_err();
+    assert!(matches!(e, OutageError::Overlap { index: 1, .. }), "{e}");
+    // Back-to-back windows do not overlap ([start, end) intervals).
+    let w = windows(&[(10, 20), (20, 30)]).unwrap();
+    assert_eq!(w.total(), Duration::from_millis(20));
+    assert!(w.contains(ms(20)) && !w.contains(ms(30)) && !w.contains(us(9_999)));
+}
+
+#[test]
+fn outage_cursor_agrees_with_a_search_over_random_arrivals() {
+    // Many short windows and arrivals at random gaps, some of them long
+    // enough to skip several windows at once.
+    use rand::Rng as _;
+    let mut rng = stream(3, 3);
+    let mut spans = Vec::new();
+    let mut t = 0;
+    for _ in 0..200 {
+        let start = t + rng.random_range(1..20u64);
+        let end = start + rng.random_range(1..10u64);
+        spans.push((start, end));
+        t = end + rng.random_range(0..5u64);
+    }
+    let w = Arc::new(windows(&spans).unwrap());
+    let mut l = link(LinkConfig {
+        loss: LossConfig::Outage(Arc::clone(&w)),
+        ..constant(Bitrate::mbps(1000))
+    });
+    let mut now = 0u64;
+    let mut lost = 0;
+    while now < (t + 10) * 1_000_000 {
+        now += rng.random_range(0..3_000_000u64);
+        let arrival = Instant::from_nanos(now);
+        let o = l.transmit(arrival, Bytes::new(100));
+        assert_eq!(
+            o == LinkOutcome::DroppedLoss,
+            w.contains(arrival),
+            "{arrival}"
+        );
+        lost += u64::from(o == LinkOutcome::DroppedLoss);
+    }
+    assert!(lost > 100, "the test should hit many windows: {lost}");
+    assert_eq!(l.stats().drops_loss, lost);
+}
+
+// ---------------------------------------------------------------- delay schedule
+
+fn delay_steps(steps: &[(u64, u64)]) -> Arc<DelaySchedule> {
+    Arc::new(
+        DelaySchedule::new(
+            steps
+                .iter()
+                .map(|&(a, d)| (Duration::from_millis(a), Duration::from_millis(d)))
+                .collect(),
+        )
+        .unwrap(),
+    )
+}
+
+#[test]
+fn scheduled_delay_applies_at_departure_and_never_reorders() {
+    // 12 Mbps (1500 B = 1 ms); 20 ms, then 80 ms from 50 ms (the route gets
+    // longer), then 10 ms from 100 ms (much shorter).
+    let mut l = link(LinkConfig {
+        delay_schedule: Some(delay_steps(&[(0, 20), (50, 80), (100, 10)])),
+        ..constant(Bitrate::mbps(12))
+    });
+    assert_eq!(l.fast_rate, 0, "a scheduled delay takes the general path");
+    let mut send = |arrival: Instant| at(l.transmit(arrival, Bytes::new(1500)));
+    assert_eq!(send(ms(0)), ms(21));
+    // Departs at 49.9 ms, just before the change: the old delay.
+    assert_eq!(send(us(48_900)), us(69_900));
+    // Waits behind it and departs at 50.9 ms: the new delay.
+    assert_eq!(send(us(49_000)), us(130_900));
+    // Departs at 99.5 ms on the long route; the next departs at 100.5 ms on
+    // the short one and would arrive at 110.5 ms, before it: held.
+    assert_eq!(send(us(98_500)), us(179_500));
+    assert_eq!(send(us(99_500)), us(179_500));
+    // Once the long route has drained, the short delay shows.
+    assert_eq!(send(ms(200)), ms(211));
+    let s = l.stats();
+    assert_eq!((s.packets_in, s.delivered), (6, 6));
+}
+
+#[test]
+fn one_step_delay_schedule_matches_the_constant_delay() {
+    // The general path with a one-step schedule gives what the fast path
+    // gives with the same constant delay, packet for packet.
+    use rand::Rng as _;
+    let base = LinkConfig {
+        rate: RateModel::Constant(Bitrate::kbps(5_000)),
+        queue: QueueLimit::Bytes(Bytes::new(15_000)),
+        ..LinkConfig::default()
+    };
+    let mut fast = link(LinkConfig {
+        delay: Duration::from_millis(25),
+        ..base.clone()
+    });
+    let mut scheduled = link(LinkConfig {
+        delay_schedule: Some(delay_steps(&[(0, 25)])),
+        ..base
+    });
+    assert_ne!(fast.fast_rate, 0);
+    let mut rng = stream(4, 4);
+    let mut now = 0u64;
+    for _ in 0..5_000 {
+        now += rng.random_range(0..3_000_000u64);
+        let t = Instant::from_nanos(now);
+        assert_eq!(
+            fast.transmit(t, Bytes::new(1200)),
+            scheduled.transmit(t, Bytes::new(1200))
+        );
+    }
+    assert_eq!(fast.stats(), scheduled.stats());
+}
+
+#[test]
+fn delay_and_delay_schedule_are_exclusive() {
+    let sched = delay_steps(&[(0, 20), (60_000, 80)]);
+    let both = LinkConfig {
+        delay: Duration::from_millis(20),
+        delay_schedule: Some(Arc::clone(&sched)),
+        ..LinkConfig::default()
+    };
+    assert_eq!(
+        both.validate(),
+        Err(LinkConfigError::DelayAndSchedule(Duration::from_millis(20)))
+    );
+    let cfg = LinkConfig {
+        delay_schedule: Some(sched),
+        ..LinkConfig::default()
+    };
+    cfg.validate().unwrap();
+    assert_eq!(cfg.min_delay(), Duration::from_millis(20));
+    assert_eq!(cfg.delay_at(ms(59_999)), Duration::from_millis(20));
+    assert_eq!(cfg.delay_at(ms(60_000)), Duration::from_millis(80));
+    let constant = LinkConfig {
+        delay: Duration::from_millis(7),
+        ..LinkConfig::default()
+    };
+    assert_eq!(constant.min_delay(), Duration::from_millis(7));
+    assert_eq!(constant.delay_at(ms(1_000)), Duration::from_millis(7));
+}
+
 // ---------------------------------------------------------------- jitter
 
 #[test]
