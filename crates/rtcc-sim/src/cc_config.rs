@@ -11,7 +11,7 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
-use rtcc_core::cc::cdm::{DelaySignal, LossDelay, LossHorizon, RetreatPlan};
+use rtcc_core::cc::cdm::{DelaySignal, LossDelay, LossHorizon, RetreatLoss, RetreatPlan};
 use rtcc_core::cc::copa::RateRtt;
 use rtcc_core::cc::delay_bbr::{DelayBbrPadding, MinRttUpdate};
 use rtcc_core::cc::svc_probing::{InitialProbe, ProbeInterval, ProbeSuccess, RttProbeLoss, Search};
@@ -677,6 +677,7 @@ pub(crate) fn cc_config(
                 "delay_signal",
                 "loss_horizon",
                 "retreat_after",
+                "retreat_loss",
                 "retreat_plan",
                 "aggression_after",
                 "release_after",
@@ -712,6 +713,11 @@ pub(crate) fn cc_config(
             ];
             set(&mut c.loss_horizon, k.choice("loss_horizon", &horizons)?);
             set(&mut c.retreat_after, k.count("retreat_after")?);
+            let losses = [
+                ("descent", RetreatLoss::Descent),
+                ("floor", RetreatLoss::Floor),
+            ];
+            set(&mut c.retreat_loss, k.choice("retreat_loss", &losses)?);
             let plans = [
                 ("base", RetreatPlan::Base),
                 ("base-and-pid2", RetreatPlan::BaseAndPid2),
@@ -1304,7 +1310,7 @@ mod tests {
              report_interval = \"5s\"\nd_min_window = 6\nplayout_buffer = \"2s\"\n\
              playout_factor = 0.25\nmin_span = \"20ms\"\nthreshold_low = 0.2\n\
              threshold_high = 0.5\nincrease_after = 2\nloss_delay = \"mean\"\n\
-             delay_signal = \"rtt\"\nloss_horizon = \"interval\"\nretreat_after = 4\nretreat_plan = \"base\"\naggression_after = 5\n\
+             delay_signal = \"rtt\"\nloss_horizon = \"interval\"\nretreat_after = 4\nretreat_loss = \"floor\"\nretreat_plan = \"base\"\naggression_after = 5\n\
              release_after = 1\noverload_after = 2\nterminate_loss = 0.7\n\
              terminate_after = 4\nsilent_intervals = 3\ntfrc_b = 2\npacing_gain = 1.5";
         let want = CdmConfig {
@@ -1323,6 +1329,7 @@ mod tests {
             delay_signal: DelaySignal::Rtt,
             loss_horizon: LossHorizon::Interval,
             retreat_after: 4,
+            retreat_loss: RetreatLoss::Floor,
             retreat_plan: RetreatPlan::Base,
             aggression_after: 5,
             release_after: 1,

@@ -121,6 +121,18 @@ pub const LOSS_HISTORY_EVENTS: usize = 8;
 /// 5 s intervals): the history has a fixed size.
 pub const LOSS_HISTORY_MAX: usize = 256;
 
+/// Which losses make a flow held at one PID "consistently forced to stay at
+/// a minimum rate with reported packet losses" (§VI; I9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetreatLoss {
+    /// A loss since the delay was last low: the losses that drove the flow
+    /// down count (Fig. 5: losses take it to PID 1, then "the delay still
+    /// remains high enough to hinder it from growing back").
+    Descent,
+    /// A loss while at one PID, or in the interval that brought it there.
+    Floor,
+}
+
 /// What the CDM measures as "delay" (§IV, §V-D; I18).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DelaySignal {
@@ -174,6 +186,8 @@ pub struct CdmConfig {
     /// Intervals held at one PID with losses before Safe Retreat (§VI
     /// "consistently forced to stay at a minimum rate"; I9: 3).
     pub retreat_after: u32,
+    /// Which losses count for Safe Retreat's trigger (I9).
+    pub retreat_loss: RetreatLoss,
     /// What Safe Retreat sends (I10).
     pub retreat_plan: RetreatPlan,
     /// Responsible Aggression after more than this many intervals with a
@@ -221,6 +235,7 @@ impl Default for CdmConfig {
             delay_signal: DelaySignal::OneWay,
             loss_horizon: LossHorizon::Mode,
             retreat_after: 3,
+            retreat_loss: RetreatLoss::Descent,
             retreat_plan: RetreatPlan::BothProtected,
             aggression_after: 3,
             release_after: 2,
@@ -452,6 +467,8 @@ pub struct Cdm {
     /// one PID) lost packets (I9).
     floor_streak: u32,
     floor_loss: bool,
+    /// Delay mode: a loss since the delay was last low (I9).
+    descent_loss: bool,
     /// TCP-aware modes: intervals in a row with a competitor present, and
     /// whether one of them lost packets (I11).
     present_streak: u32,
@@ -494,6 +511,7 @@ impl Cdm {
             low_streak: 0,
             floor_streak: 0,
             floor_loss: false,
+            descent_loss: false,
             present_streak: 0,
             present_loss: false,
             clear_streak: 0,
@@ -742,6 +760,11 @@ impl Cdm {
         }
         // §VI: "consistently forced to stay at a minimum rate with reported
         // packet losses" (I9).
+        if s.has_loss() {
+            self.descent_loss = true;
+        } else if self.low(s) {
+            self.descent_loss = false;
+        }
         if before == 1 {
             if s.has_loss() || !self.low(s) {
                 self.floor_streak += 1;
@@ -752,7 +775,11 @@ impl Cdm {
             }
         } else {
             self.floor_streak = 0;
-            self.floor_loss = s.has_loss() && self.plan.layers == 1;
+            self.floor_loss = self.plan.layers == 1
+                && match self.config.retreat_loss {
+                    RetreatLoss::Descent => self.descent_loss,
+                    RetreatLoss::Floor => s.has_loss(),
+                };
         }
         if self.floor_streak >= self.config.retreat_after && self.floor_loss {
             self.enter(Mode::SafeRetreat, self.config.retreat_plan.plan());
@@ -877,6 +904,7 @@ impl Cdm {
         self.low_streak = 0;
         self.floor_streak = 0;
         self.floor_loss = false;
+        self.descent_loss = false;
         self.present_streak = 0;
         self.present_loss = false;
         self.clear_streak = 0;

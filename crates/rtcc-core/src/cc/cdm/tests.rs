@@ -502,6 +502,38 @@ fn losses_at_one_pid_lead_to_safe_retreat() {
 }
 
 #[test]
+fn losses_on_the_way_down_count_for_safe_retreat() {
+    // Fig. 5: a loss halves the rate (5 → 2), the delay takes it to PID 1
+    // (no loss in that interval), and "the delay still remains high enough
+    // to hinder it from growing back": three intervals at PID 1 without a
+    // loss, and Safe Retreat (I9, `retreat_loss = "descent"`).
+    let mut h = Script::new(config());
+    assert_eq!(h.play(Iv::lossy(300, 2)).layers, 2);
+    assert_eq!(h.play(Iv::queued(400)).layers, 1);
+    assert_eq!(h.play_n(Iv::queued(400), 2), [1, 1]);
+    assert_eq!(h.cc.mode(), Mode::Delay);
+    assert_eq!(h.play(Iv::queued(400)), RetreatPlan::BothProtected.plan());
+    assert_eq!(h.cc.mode(), Mode::SafeRetreat);
+    // A low-delay interval in between ends the descent: its loss no longer
+    // counts.
+    let mut h = Script::new(config());
+    h.play(Iv::lossy(300, 2));
+    h.play(Iv::quiet());
+    h.play_n(Iv::queued(400), 2);
+    assert_eq!(h.play_n(Iv::queued(400), 4), [1; 4]);
+    assert_eq!(h.cc.mode(), Mode::Delay);
+    // `"floor"`: only a loss at one PID or in the interval that brought the
+    // flow there counts.
+    let mut h = Script::new(CdmConfig {
+        retreat_loss: RetreatLoss::Floor,
+        ..config()
+    });
+    h.play(Iv::lossy(300, 2));
+    assert_eq!(h.play_n(Iv::queued(400), 6), [1; 6]);
+    assert_eq!(h.cc.mode(), Mode::Delay);
+}
+
+#[test]
 fn safe_retreat_turns_to_aggression_after_more_than_three_intervals_with_loss() {
     let mut h = Script::new(config());
     h.drive_to_retreat();
