@@ -889,7 +889,9 @@ impl Scenario {
         stem: Option<String>,
     ) -> Result<Scenario, ScenarioError> {
         let origin = Origin { name, dir, text };
-        let de = toml::Deserializer::new(&origin.text);
+        let de = toml::Deserializer::parse(&origin.text).map_err(|e| {
+            ScenarioError::at(&origin, e.span(), "", e.message().trim().to_string())
+        })?;
         let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e
                 .path()

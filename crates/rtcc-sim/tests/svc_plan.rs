@@ -278,3 +278,34 @@ fn a_fixed_plan_is_checked_against_the_encoder() {
     let target = num(&s["flows"][0], "target_kbps_mean");
     assert!(close(target, 2000.0), "{target}");
 }
+
+#[test]
+fn a_plan_may_be_written_as_a_table_header_or_dotted_keys() {
+    // `[flow.cc_config.plan]` without `[flow.cc_config]`, and dotted keys,
+    // make `cc_config` an implicit table; toml 0.8 could not deserialize an
+    // implicit table into a `Spanned` field ("expected a borrowed string").
+    let head = "name = \"t\"\nduration = \"2s\"\n[[link]]\nname = \"l\"\nrate = \"2Mbps\"\n\
+                [[flow]]\nname = \"f\"\nkind = \"media\"\ncc = \"fixed\"\n\
+                encoder = { kind = \"svc\", layers = 10 }\n";
+    let spellings = [
+        format!("{head}cc_config = {{ plan = {{ layers = 5, protected = 5 }} }}\n"),
+        format!("{head}[flow.cc_config.plan]\nlayers = 5\nprotected = 5\n"),
+        format!("{head}cc_config.plan.layers = 5\ncc_config.plan.protected = 5\n"),
+    ];
+    let flows: Vec<serde_json::Value> = spellings
+        .iter()
+        .map(|text| {
+            let sc = Scenario::from_toml_str(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+            let s = run(&sc, &RunOptions::default(), &mut |_| {})
+                .unwrap()
+                .summary;
+            s["flows"][0].clone()
+        })
+        .collect();
+    assert!(flows.iter().all(|f| *f == flows[0]));
+    assert!(
+        num(&flows[0], "mean_protected_layers") > 4.0,
+        "{}",
+        flows[0]
+    );
+}
