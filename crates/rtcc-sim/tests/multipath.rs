@@ -8,7 +8,7 @@ use rtcc_sim::{run, RunOptions, Scenario};
 use serde_json::Value;
 
 mod common;
-use common::tmp;
+use common::{flow, link, tmp};
 
 fn scenario(text: &str) -> Scenario {
     Scenario::from_toml_str(text, "mp.toml").unwrap_or_else(|e| panic!("{e}"))
@@ -22,24 +22,6 @@ fn err(text: &str) -> String {
 
 fn run_to(sc: &Scenario, dir: Option<&Path>, lookahead: bool) -> Value {
     common::summary(sc, 3, dir, lookahead)
-}
-
-fn flow<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["flows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flow {name} in {summary}"))
-}
-
-fn link<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["links"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == name)
-        .unwrap_or_else(|| panic!("no link {name} in {summary}"))
 }
 
 fn u(v: &Value) -> u64 {

@@ -11,7 +11,7 @@ use rtcc_sim::Scenario;
 use serde_json::Value;
 
 mod common;
-use common::tmp;
+use common::{flow, link, tmp};
 
 fn scenario(text: &str) -> Scenario {
     Scenario::from_toml_str(text, "<robustness>").unwrap_or_else(|e| panic!("{e}"))
@@ -22,26 +22,6 @@ fn run(text: &str, name: &str) -> (Value, std::path::PathBuf) {
     let dir = tmp(name);
     let s = common::summary(&scenario(text), 1, Some(&dir), true);
     (s, dir)
-}
-
-/// The summary entry of link `name`.
-fn link<'a>(s: &'a Value, name: &str) -> &'a Value {
-    s["links"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == name)
-        .unwrap_or_else(|| panic!("no link {name} in {}", s["links"]))
-}
-
-/// The summary entry of flow `name`.
-fn flow<'a>(s: &'a Value, name: &str) -> &'a Value {
-    s["flows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flow {name}"))
 }
 
 /// Mean of timeseries.csv's column `col` for flow `name` over `(from, to]` seconds.

@@ -25,7 +25,7 @@ use rtcc_sim::{run, RunOptions, Scenario};
 use serde_json::Value;
 
 mod common;
-use common::{load, summary, tmp};
+use common::{flow, load, summary, tmp};
 
 /// Column `name` of a CSV file for the rows of `flow`, by row (empty cells
 /// as `None`).
@@ -62,16 +62,6 @@ fn count(v: &Value, key: &str) -> u64 {
 /// `x` is `want` up to the summary's rounding.
 fn close(x: f64, want: f64) -> bool {
     (x - want).abs() < 1e-9
-}
-
-/// The flow named `name` of a run's summary.
-fn flow<'a>(s: &'a Value, name: &str) -> &'a Value {
-    s["flows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flow {name}"))
 }
 
 /// Per layer (index k − 1): the summary's entry for layer k.

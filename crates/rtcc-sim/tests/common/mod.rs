@@ -59,3 +59,23 @@ pub(crate) fn column(path: &Path, name: &str) -> Vec<Option<f64>> {
         })
         .collect()
 }
+
+/// The summary entry of flow `name`.
+pub(crate) fn flow<'a>(s: &'a Value, name: &str) -> &'a Value {
+    s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no flow {name} in {}", s["flows"]))
+}
+
+/// The summary entry of link `name`.
+pub(crate) fn link<'a>(s: &'a Value, name: &str) -> &'a Value {
+    s["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no link {name} in {}", s["links"]))
+}
