@@ -269,6 +269,8 @@ class ReceiverTransport(TypedDict):
     plain_packets: int
     receiver_reports: int
     reordered: int
+    repair_packets: int
+    repair_recovered: int
     rtcp_dropped: int
     rtx_packets: int
     send_errors: int

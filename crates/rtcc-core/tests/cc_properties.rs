@@ -3,7 +3,10 @@
 //! losses, reordering, duplicates and an arbitrary receiver clock), frames and
 //! time steps never panic, keep the target bitrate within the configured
 //! bounds, keep the pacing rate positive and bounded, never ask for a
-//! timer in the past, and trace only declared, finite state variables.
+//! timer in the past, trace only declared, finite state variables, and plan
+//! repair streams only when their configuration says they may
+//! (`CcConfig::may_plan_repair`, by which a transport sets up the stream
+//! that carries them).
 //!
 //! The list of controllers is `CcConfig::NAMES`, so a new controller is tested
 //! as soon as it is registered.
@@ -62,6 +65,8 @@ fn op() -> impl Strategy<Value = Op> {
 struct Driver {
     cc: Controller,
     bounds: (Bitrate, Bitrate),
+    /// `CcConfig::may_plan_repair` of the configuration.
+    may_plan_repair: bool,
     now: Instant,
     /// The receiver clock's offset from the sender's (arbitrary origin).
     clock_offset: Duration,
@@ -80,6 +85,7 @@ impl Driver {
         Driver {
             cc: cfg.build(now),
             bounds: cfg.bitrate_bounds(),
+            may_plan_repair: cfg.may_plan_repair(),
             now,
             clock_offset,
             next_seq: 0,
@@ -263,6 +269,13 @@ impl Driver {
             assert!(
                 p.is_finite() && (0.0..=1.0).contains(&p),
                 "{name} after {after}: loss rate {p}"
+            );
+        }
+        if let Some(plan) = self.cc.layer_plan() {
+            assert!(
+                plan.protected == 0 || self.may_plan_repair,
+                "{name} after {after}: plans repair ({plan:?}) though its \
+                 configuration says it never does"
             );
         }
         let declared = self.cc.trace_variables();

@@ -5,7 +5,7 @@
 //! sequence-number header extension, and RTCP feedback
 //! (draft-holmer-rmcat-transport-wide-cc-extensions-01, or RFC 8888), with
 //! NACK-based loss recovery as RTCP generic NACK (RFC 4585 §6.2.1) and RFC 4588
-//! retransmission packets.
+//! retransmission packets, which also carry a layer plan's repair packets.
 //! A link emulator replays the simulator's link models on a real clock.
 //!
 //! Malformed or unexpected datagrams are dropped and counted, never a panic.
@@ -124,6 +124,7 @@ pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
     Ok(rtcc_sim::MediaSetup {
         sender: SenderConfig::with_cc(cc),
         encoder,
+        svc: None,
         receiver: ReceiverConfig::default(),
     })
 }

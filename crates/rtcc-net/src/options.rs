@@ -338,6 +338,60 @@ mod tests {
     }
 
     #[test]
+    fn repair_needs_a_layered_encoder_and_a_controller_that_plans_it() {
+        let dir = std::env::temp_dir().join(format!("rtcc-opts-repair-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.toml");
+        let flow = |name: &str, cc: &str, encoder: &str| {
+            format!("[[flow]]\nname = \"{name}\"\nkind = \"media\"\n{cc}\n{encoder}\n")
+        };
+        let svc = "encoder = { kind = \"svc\", layers = 10 }";
+        let text = [
+            "name = \"s\"\nduration = \"5s\"\n[[link]]\nname = \"bottleneck\"\nrate = \"1Mbps\"\n"
+                .to_string(),
+            flow("cdm", "cc = \"cdm\"", svc),
+            flow(
+                "fixed-fec",
+                "cc = \"fixed\"\ncc_config = { plan = { layers = 5, protected = 2 } }",
+                svc,
+            ),
+            flow(
+                "fixed-data",
+                "cc = \"fixed\"\ncc_config = { plan = { layers = 5 } }",
+                svc,
+            ),
+            flow("gcc", "cc = \"gcc\"", svc),
+            flow("cdm-parametric", "cc = \"cdm\"", ""),
+        ]
+        .concat();
+        std::fs::write(&path, text).unwrap();
+        let config = |name: &str, source: Option<&str>, recovery: Option<&str>| {
+            let mut o = send("127.0.0.1:5004");
+            o.scenario = Some(path.clone());
+            o.flow = Some(name.into());
+            o.source = source.map(PathBuf::from);
+            o.recovery = recovery.map(String::from);
+            o.build().unwrap()
+        };
+        for (name, repair) in [
+            ("cdm", true),
+            ("fixed-fec", true),
+            ("fixed-data", false),
+            ("gcc", false),
+            ("cdm-parametric", false),
+        ] {
+            let c = config(name, None, None);
+            assert_eq!(c.may_send_repair(), repair, "{name}");
+            // The RTX stream exists for repair or for loss recovery.
+            assert_eq!(c.rtx_stream(), repair, "{name}");
+            assert!(config(name, None, Some("nack")).rtx_stream(), "{name}");
+        }
+        // An H.264 file has no layers, whatever the flow's encoder says.
+        let h264 = config("cdm", Some("clip.h264"), None);
+        assert!(!h264.may_send_repair() && !h264.rtx_stream());
+    }
+
+    #[test]
     fn scenario_flow_settings_are_used() {
         let dir = std::env::temp_dir().join(format!("rtcc-opts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

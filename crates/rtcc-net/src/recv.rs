@@ -12,6 +12,17 @@
 //! are due, and RFC 4588 retransmissions (the RTX payload type) reach the
 //! session with their original sequence number.
 //!
+//! A layer plan's repair packets come as RFC 4588 RTX packets too, sent
+//! unasked, marked by the frame-info R flag (module doc of `wire::media`,
+//! "Repair copies"). They are taken whether or not loss recovery is on
+//! here, on the RTX stream locked onto as for retransmissions, and reach
+//! the session as the simulator hands it a repair packet: under the
+//! original's media sequence number, as a repair (`PacketMeta::repair`), so
+//! the player keeps whichever copy came first and counts the other as a
+//! duplicate, and a data packet the copy restored is not NACKed. They count
+//! in `repair_packets` (not `rtx_packets`), those that restored a missing
+//! data packet in `repair_recovered`.
+//!
 //! Probe padding (padding-only RTP packets on the retransmission stream,
 //! [`wire::encode_padding`]) is recorded with its transport-wide sequence
 //! number (`ReceiverSession::on_padding`), so the congestion feedback reports
@@ -135,8 +146,16 @@ pub struct RecvStats {
     /// another SSRC than the retransmission stream locked onto, and
     /// retransmissions or padding before any media (dropped).
     pub foreign_ssrc: u64,
-    /// RFC 4588 retransmissions handed to the session (in `media_packets` too).
+    /// RFC 4588 retransmissions handed to the session (in `media_packets`
+    /// too; repair copies are `repair_packets`).
     pub rtx_packets: u64,
+    /// A layer plan's repair packets (RFC 4588 RTX packets with the
+    /// frame-info R flag) handed to the session (in `media_packets` too).
+    pub repair_packets: u64,
+    /// Of `repair_packets`, those that brought a data packet the player was
+    /// missing: its original was lost (or is still on its way, with
+    /// reordering). The session's `repair_useful`.
+    pub repair_recovered: u64,
     /// Padding-only packets (probe padding, RFC 3550 §5.1) recorded for the
     /// congestion feedback (not in `media_packets`).
     pub padding_packets: u64,
@@ -225,6 +244,9 @@ struct Stream {
     rtx_first: Option<u64>,
     /// Padding packets heard on the RTX stream (they take RTX sequence numbers).
     rtx_padding: u64,
+    /// Repair packets heard on the RTX stream (they take RTX sequence
+    /// numbers too).
+    rtx_repair: u64,
     /// Another address sending valid media of this stream: the address, its
     /// consecutive in-order packets and its last transport sequence number.
     candidate: Option<(SocketAddr, u32, u16)>,
@@ -507,6 +529,7 @@ fn on_datagram(
         rtx_seqs: SeqUnwrapper::new(),
         rtx_first: None,
         rtx_padding: 0,
+        rtx_repair: 0,
         candidate: None,
         plain: PlainFrames::new(),
     });
@@ -590,14 +613,22 @@ fn on_datagram(
         s.rtx_ssrc = Some(rtp.ssrc);
         let r = s.rtx_seqs.unwrap(u64::from(rtp.sequence));
         s.rtx_first = Some(s.rtx_first.map_or(r, |f| f.min(r)));
-        stats.rtx_packets += 1;
+        if rtp.is_repair() {
+            s.rtx_repair += 1;
+            stats.repair_packets += 1;
+        } else {
+            stats.rtx_packets += 1;
+        }
     } else {
         let m = s.media_seqs.unwrap(u64::from(rtp.sequence));
         s.reception.on_packet(now, m, rtp.timestamp);
     }
     let wire_size = Bytes::new(datagram.len() as u64 + IP_UDP_HEADERS);
-    // A retransmission carries the original's sequence number (RFC 4588 §4).
+    let useful = session.stats().repair_useful;
+    // A retransmission or a repair copy carries the original's sequence
+    // number (RFC 4588 §4); `media_seq` tells which it is.
     session.on_packet(now, seq, wire_size, rtp.media_seq(), &meta);
+    stats.repair_recovered += session.stats().repair_useful - useful;
     true
 }
 
@@ -715,12 +746,13 @@ fn run_summary(
         let ns = session.nack_stats();
         // RTX sequence numbers count the retransmissions sent (RFC 4588 §4:
         // the RTX stream numbers its packets itself), up to the last one
-        // heard, less the probe padding heard on that stream (a lost padding
-        // packet still counts as a retransmission sent).
+        // heard, less the probe padding and repair packets heard on that
+        // stream (a lost padding or repair packet still counts as a
+        // retransmission sent).
         let rtx_sent = stream
             .and_then(|st| {
                 let span = st.rtx_seqs.highest()? + 1 - st.rtx_first?;
-                Some(span.saturating_sub(st.rtx_padding))
+                Some(span.saturating_sub(st.rtx_padding + st.rtx_repair))
             })
             .unwrap_or(0);
         // The simulator's counters; `retransmissions_expired` is the
@@ -1089,6 +1121,116 @@ mod tests {
         assert_eq!(s.rtx_first, Some(3));
         // Media reception statistics see the media stream only.
         assert_eq!(s.media_seqs.highest(), Some(2));
+    }
+
+    impl Rx {
+        /// Feeds a repair copy (an RTX packet with the frame-info R flag) of
+        /// the one-packet frame `frame_id`, media sequence `media_seq`, with
+        /// transport sequence `seq`, at `ms`.
+        fn feed_repair(&mut self, seq: u64, media_seq: u64, frame_id: u64, ms: u64) -> bool {
+            let tx = Transmit {
+                seq,
+                media_seq,
+                kind: rtcc_core::PacketKind::Fec,
+                packet: MediaPacket {
+                    frame_id,
+                    frame_type: FrameType::Key,
+                    capture_time: Instant::from_millis(frame_id),
+                    index: 0,
+                    count: 1,
+                    last_in_frame: true,
+                    payload: Bytes::new(100),
+                    wire_size: Bytes::new(148),
+                    layer: 0,
+                    layer_end: false,
+                    repair: true,
+                },
+                send_time: Instant::from_millis(ms),
+            };
+            let mut d = Vec::new();
+            let ntp = self.clock.ntp_of(Instant::ZERO);
+            wire::encode_rtx(&self.cfg, &tx, seq as u16, ntp, None, &mut d).unwrap();
+            let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+            self.raw(&d, from, Instant::from_millis(ms))
+        }
+    }
+
+    #[test]
+    fn repair_copies_restore_lost_originals_and_count_once() {
+        for recovery in ["none", "nack"] {
+            let mut rx = Rx::new();
+            rx.session = ReceiverSession::new(
+                Instant::ZERO,
+                ReceiverConfig {
+                    feedback_interval: Duration::from_millis(50),
+                    player: Default::default(),
+                    recovery: rtcc_core::recovery::RecoveryConfig::default_for(recovery).unwrap(),
+                },
+            );
+            // Media 0, (1 lost), 2, then the repair copies of all three on
+            // the RTX stream (transport 3..5), unasked; then frame 3's copy
+            // before its original (reordering).
+            assert!(rx.feed(0, 0));
+            assert!(rx.feed(2, 2));
+            for m in 0..3 {
+                assert!(rx.feed_repair(3 + m, m, m, 3), "{recovery}: copy of {m}");
+            }
+            assert!(rx.feed_repair(6, 3, 3, 4));
+            assert!(rx.feed_as(7, 3, 3, None));
+            // Every copy reached the session as a repair, not a
+            // retransmission; two restored a data packet (1, and 3 ahead of
+            // its original), the other two were duplicates.
+            let st = *rx.session.stats();
+            assert_eq!(
+                (st.repair_received, st.repair_useful),
+                (4, 2),
+                "{recovery}: {st:?}"
+            );
+            assert_eq!(st.rtx_received, 0, "{recovery}");
+            assert_eq!(rx.stats.repair_packets, 4, "{recovery}");
+            assert_eq!(rx.stats.repair_recovered, 2, "{recovery}");
+            assert_eq!(rx.stats.rtx_packets, 0, "{recovery}");
+            assert_eq!(rx.stats.media_packets, 7, "{recovery}");
+            assert_eq!(rx.stats.foreign_ssrc, 0, "{recovery}");
+            // The player took each data packet once: the copies of 0 and 2,
+            // then original 3, came for frames already complete (late, as
+            // the player tells a second copy of a one-packet frame), and all
+            // four frames show.
+            let p = rx.session.player().stats();
+            let refused = p.packets_duplicate + p.packets_late;
+            assert_eq!((p.packets_received, refused), (7, 3), "{recovery}: {p:?}");
+            rx.session.on_timeout(Instant::from_millis(2_000));
+            let mut shown = 0;
+            while let Some(f) = rx.session.poll_frame() {
+                shown += u64::from(f.displayed.is_some());
+            }
+            assert_eq!(shown, 4, "{recovery}");
+            // With NACKs on, nothing is asked for: the copy restored 1
+            // before any request was due.
+            let mut nack = Nack::default();
+            for ms in (10..1_000).step_by(10) {
+                let now = Instant::from_millis(ms);
+                rx.session.on_timeout(now);
+                assert!(!rx.session.poll_nack(now, &mut nack), "NACK {nack:?}");
+            }
+            // The RTX stream's numbers 3..=6 were repairs, no retransmission.
+            let s = rx.stream.as_ref().unwrap();
+            assert_eq!((s.rtx_ssrc, s.rtx_repair), (Some(rx.cfg.rtx_ssrc), 4));
+            let summary = run_summary(
+                &rx.session,
+                &rx.stats,
+                &DelayHistogram::new(),
+                Duration::from_secs(1),
+                rx.stream.as_ref(),
+                recovery == "nack",
+            );
+            let json = serde_json::to_value(&summary).unwrap();
+            assert_eq!(json["transport"]["repair_packets"], 4, "{json}");
+            assert_eq!(json["transport"]["repair_recovered"], 2, "{json}");
+            if let Some(r) = summary.flows[0].recovery {
+                assert_eq!(r.retransmissions_sent, 0, "{recovery}: {r:?}");
+            }
+        }
     }
 
     impl Rx {

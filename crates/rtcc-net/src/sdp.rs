@@ -14,16 +14,19 @@
 //!   without in-band parameter sets;
 //! - the feedback the sender acts on (RFC 4585 §4.2): `transport-cc`
 //!   (draft-holmer-rmcat-transport-wide-cc-extensions-01 §4), `nack pli`
-//!   (RFC 4585 §6.3.1), and `nack` when loss recovery is on;
+//!   (RFC 4585 §6.3.1), and `nack` when loss recovery is on
+//!   ([`H264Sdp::nack`]);
 //! - the three header extensions it sends (RFC 8285 §5 `a=extmap`): the
 //!   transport-wide sequence number, abs-capture-time and rtcc's frame info;
 //! - `a=rtcp-mux` (RFC 5761 §5.1.1): RTCP shares the RTP port;
 //! - the media SSRC with its CNAME (RFC 5576 §4.1, the CNAME the SDES of
-//!   rtcc's sender reports carries), and, with loss recovery on, the RFC 4588
-//!   retransmission payload type (§8.6: `a=rtpmap:<pt> rtx/90000`,
+//!   rtcc's sender reports carries), and, when the sender has a
+//!   retransmission stream (loss recovery on, or a layer plan's repair
+//!   packets, which travel as RTX: `send::SendConfig::rtx_stream`), the RFC
+//!   4588 retransmission payload type (§8.6: `a=rtpmap:<pt> rtx/90000`,
 //!   `a=fmtp:<pt> apt=<media pt>`) with its SSRC tied to the media SSRC by
 //!   `a=ssrc-group:FID` (RFC 5576 §4.2, the flow-identification semantics
-//!   RFC 4588 §8.7 uses for SSRC multiplexing). Without recovery no RTX is
+//!   RFC 4588 §8.7 uses for SSRC multiplexing). Without one no RTX is
 //!   offered, and the sender's probe padding goes on the media SSRC.
 
 use std::net::IpAddr;
@@ -54,8 +57,13 @@ pub struct H264Sdp<'a> {
     pub sps: &'a [u8],
     /// The stream's picture parameter set NAL unit (type 8), without start code.
     pub pps: &'a [u8],
-    /// The retransmission stream, when loss recovery is on.
+    /// The retransmission stream, when the sender has one (loss recovery
+    /// on, or repair packets to send).
     pub rtx: Option<RtxSdp>,
+    /// The sender answers generic NACKs (loss recovery on): `a=rtcp-fb:<pt>
+    /// nack` (RFC 4585 §4.2). An RTX stream that carries only repair
+    /// packets and padding asks for no NACKs.
+    pub nack: bool,
     /// SSRC of the media stream.
     pub media_ssrc: u32,
     /// RFC 8285 one-byte extension ids: transport-wide sequence number,
@@ -174,7 +182,7 @@ impl H264Sdp<'_> {
             attr("rtcp-fb", format!("{pt} transport-cc")),
             attr("rtcp-fb", format!("{pt} nack pli")),
         ];
-        if self.rtx.is_some() {
+        if self.nack {
             attributes.push(attr("rtcp-fb", format!("{pt} nack")));
         }
         for (id, uri) in self.extension_ids.iter().zip(EXTENSION_URIS) {
@@ -260,6 +268,7 @@ mod tests {
             sps: SPS,
             pps: PPS,
             rtx: None,
+            nack: false,
             media_ssrc: 0x5254_4343,
             extension_ids: [1, 2, 3],
         }
@@ -302,17 +311,24 @@ mod tests {
             ssrc: 0x5254_4358,
             media_ssrc: 0x5254_4343,
         });
+        s.nack = true;
+        let rtx = "a=rtpmap:97 rtx/90000\r\n\
+                   a=fmtp:97 apt=96\r\n\
+                   a=ssrc-group:FID 1381253955 1381253976\r\n\
+                   a=ssrc:1381253955 cname:rtcc\r\n\
+                   a=ssrc:1381253976 cname:rtcc\r\n\
+                   a=recvonly\r\n";
         assert_eq!(
             s.to_sdp().unwrap(),
             format!(
-                "{HEAD}m=video 5004 RTP/AVPF 96 97\r\n{CODEC}a=rtcp-fb:96 nack\r\n{EXTMAP}\
-                 a=rtpmap:97 rtx/90000\r\n\
-                 a=fmtp:97 apt=96\r\n\
-                 a=ssrc-group:FID 1381253955 1381253976\r\n\
-                 a=ssrc:1381253955 cname:rtcc\r\n\
-                 a=ssrc:1381253976 cname:rtcc\r\n\
-                 a=recvonly\r\n"
+                "{HEAD}m=video 5004 RTP/AVPF 96 97\r\n{CODEC}a=rtcp-fb:96 nack\r\n{EXTMAP}{rtx}"
             )
+        );
+        // Repair packets without loss recovery: the RTX stream, no NACKs.
+        s.nack = false;
+        assert_eq!(
+            s.to_sdp().unwrap(),
+            format!("{HEAD}m=video 5004 RTP/AVPF 96 97\r\n{CODEC}{EXTMAP}{rtx}")
         );
         for bad in [96, 50] {
             s.rtx = Some(RtxSdp {

@@ -15,6 +15,20 @@
 //! (`SenderSession::enable_media_padding`): a packet train that asks for
 //! equal sizes (svc-probing's start phase) has its media packets padded up to
 //! the train's packet size with RTP padding ([`wire::encode_media`]).
+//!
+//! A scenario flow with the layered encoder (`encoder.kind = "svc"`) runs
+//! it here too ([`SvcEncoder`], zero payloads), and a controller's layer
+//! plan may ask for repair packets ([`PacketKind::Fec`]: a copy of a data
+//! packet, `SenderSession`'s module doc). Each goes out as an RFC 4588 RTX
+//! packet, as a retransmission of the packet it copies would
+//! ([`wire::encode_rtx`], module doc of `wire::media`, "Repair copies"):
+//! it never takes a media sequence number. The RTX stream therefore exists
+//! whenever loss recovery is on or repair may be sent
+//! ([`SendConfig::may_send_repair`], [`SendConfig::rtx_stream`]); without
+//! it, probe padding goes on the media SSRC ([`wire::encode_media_padding`]).
+//! How each transmit is numbered and written is `RtpStreams`'s, apart from
+//! the socket so that its tests need none.
+//!
 //! Datagrams from anyone but the peer, and anything that does not parse, are
 //! dropped and counted.
 
@@ -28,6 +42,8 @@ use std::sync::Arc;
 use rtcc_core::feedback::Nack;
 use rtcc_core::media::encoder::{EncodedFrame, EncoderModel, ParametricEncoder};
 use rtcc_core::media::packetizer::Packetizer;
+use rtcc_core::media::svc::LayerPlan;
+use rtcc_core::media::svc_encoder::{SvcEncoder, SvcEncoderConfig};
 use rtcc_core::recovery::{LossRecovery as _, RecoveryStats};
 use rtcc_core::session::sender::{SenderConfig, SenderSession, Transmit};
 use rtcc_core::{rng, Bitrate, Bytes, CongestionController, Duration, Instant, PacketKind};
@@ -39,7 +55,7 @@ use crate::clock::Clock;
 use crate::h264::source::{H264FileSource, H264SourceConfig};
 use crate::reports::{self, REPORT_INTERVAL};
 use crate::sdp::{H264Sdp, RtxSdp};
-use crate::wire::{self, FeedbackDecoder, ReceptionStats, WireConfig};
+use crate::wire::{self, FeedbackDecoder, ReceptionStats, WireConfig, WireError};
 use crate::NetError;
 
 /// Interval of the sender's own time series (as the simulator's default).
@@ -99,6 +115,29 @@ pub struct SendConfig {
     pub rtcp_listen: Option<SocketAddr>,
 }
 
+impl SendConfig {
+    /// Whether the run may send a layer plan's repair packets: a synthetic
+    /// source with the layered encoder ([`MediaSetup::svc`]; an H.264 file
+    /// has no layers) under a controller that may plan them
+    /// ([`rtcc_core::CcConfig::may_plan_repair`]: CDM, or the fixed
+    /// controller with protected layers in its plan).
+    pub fn may_send_repair(&self) -> bool {
+        matches!(self.source, Source::Synthetic)
+            && self.media.svc.is_some()
+            && self.media.sender.cc.may_plan_repair()
+    }
+
+    /// Whether the run has an RFC 4588 retransmission stream (offered in
+    /// the SDP, carrying probe padding): it needs one for loss recovery's
+    /// retransmissions or for repair packets
+    /// ([`Self::may_send_repair`]). Without, probe padding goes on the
+    /// media SSRC, and the wire is what it was before repair packets were
+    /// sent as RTX.
+    pub fn rtx_stream(&self) -> bool {
+        !self.media.sender.recovery.is_none() || self.may_send_repair()
+    }
+}
+
 /// Counters of a sender run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SendStats {
@@ -152,6 +191,16 @@ pub struct SendStats {
     /// Retransmissions not sent because the H.264 source no longer holds the
     /// payload (older than its payload history).
     pub retransmissions_without_payload: u64,
+    /// A layer plan's repair packets ([`PacketKind::Fec`]) sent, as RFC
+    /// 4588 RTX packets on the RTX stream (in `datagrams_sent` too).
+    pub repair_sent: u64,
+    /// Their UDP payload bytes (in `bytes_sent` too).
+    pub repair_bytes: u64,
+    /// Repair packets not sent because a real source no longer held the
+    /// payload of the packet they copy (as
+    /// `retransmissions_without_payload`; a synthetic source has none to
+    /// lose).
+    pub repair_without_payload: u64,
 }
 
 /// What a sender run did.
@@ -191,6 +240,8 @@ impl SendReport {
                 "nacks_received": s.nacks_received,
                 "padding_packets_sent": s.padding_packets_sent,
                 "padding_bytes_sent": s.padding_bytes_sent,
+                "repair_packets_sent": s.repair_packets_sent,
+                "repair_bytes_sent": s.repair_bytes_sent,
             },
         });
         if let (Some(r), Some(obj)) = (&self.recovery, v.as_object_mut()) {
@@ -216,45 +267,51 @@ impl SendReport {
 #[derive(Debug)]
 enum NetEncoder {
     Synthetic(Box<ParametricEncoder>),
+    /// The layered model (a scenario flow's `encoder.kind = "svc"`).
+    Svc(Box<SvcEncoder>),
     H264(Box<H264FileSource>),
+}
+
+macro_rules! each {
+    ($self:ident, $e:ident => $body:expr) => {
+        match $self {
+            NetEncoder::Synthetic($e) => $body,
+            NetEncoder::Svc($e) => $body,
+            NetEncoder::H264($e) => $body,
+        }
+    };
 }
 
 impl EncoderModel for NetEncoder {
     fn set_target(&mut self, now: Instant, target: Bitrate) {
-        match self {
-            NetEncoder::Synthetic(e) => e.set_target(now, target),
-            NetEncoder::H264(e) => e.set_target(now, target),
-        }
+        each!(self, e => e.set_target(now, target))
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            NetEncoder::Synthetic(e) => e.poll_timeout(),
-            NetEncoder::H264(e) => e.poll_timeout(),
-        }
+        each!(self, e => e.poll_timeout())
     }
     fn produce(&mut self, now: Instant) -> Option<EncodedFrame> {
-        match self {
-            NetEncoder::Synthetic(e) => e.produce(now),
-            NetEncoder::H264(e) => e.produce(now),
-        }
+        each!(self, e => e.produce(now))
     }
     fn current_target(&self) -> Bitrate {
-        match self {
-            NetEncoder::Synthetic(e) => e.current_target(),
-            NetEncoder::H264(e) => e.current_target(),
-        }
+        each!(self, e => e.current_target())
     }
     fn request_key_frame(&mut self) {
-        match self {
-            NetEncoder::Synthetic(e) => e.request_key_frame(),
-            NetEncoder::H264(e) => e.request_key_frame(),
-        }
+        each!(self, e => e.request_key_frame())
     }
     fn packet_payloads(&self, frame_id: u64) -> Option<&[Bytes]> {
-        match self {
-            NetEncoder::Synthetic(e) => e.packet_payloads(frame_id),
-            NetEncoder::H264(e) => e.packet_payloads(frame_id),
-        }
+        each!(self, e => e.packet_payloads(frame_id))
+    }
+    fn layer_sizes(&self, frame_id: u64) -> Option<&[Bytes]> {
+        each!(self, e => e.layer_sizes(frame_id))
+    }
+    fn set_layer_plan(&mut self, now: Instant, plan: Option<LayerPlan>) {
+        each!(self, e => e.set_layer_plan(now, plan))
+    }
+    fn protected_layers(&self, frame_id: u64) -> usize {
+        each!(self, e => e.protected_layers(frame_id))
+    }
+    fn rates_include_headers(&self) -> bool {
+        each!(self, e => e.rates_include_headers())
     }
 }
 
@@ -262,7 +319,7 @@ impl NetEncoder {
     /// Bytes of packet `index` of a frame (`None` = synthetic zeros).
     fn payload(&self, frame_id: u64, index: u32) -> Option<&[u8]> {
         match self {
-            NetEncoder::Synthetic(_) => None,
+            NetEncoder::Synthetic(_) | NetEncoder::Svc(_) => None,
             NetEncoder::H264(e) => e.payload(frame_id, index),
         }
     }
@@ -285,19 +342,35 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     let mut rtcp_buf = vec![0u8; MAX_DATAGRAM];
     let clock = Clock::start();
     let start = clock.now();
-    let encoder = match &config.source {
-        Source::Synthetic => NetEncoder::Synthetic(Box::new(
+    // The session charges each packet what it really costs on the wire.
+    let packetizer = Packetizer {
+        header_overhead: Bytes::new(wire::rtp_overhead(&config.wire) as u64),
+        ..config.media.sender.packetizer
+    };
+    let bad_encoder = |e: rtcc_core::media::encoder::EncoderConfigError| NetError::Config {
+        field: "encoder".into(),
+        message: e.to_string(),
+    };
+    let encoder = match (&config.source, &config.media.svc) {
+        (Source::Synthetic, None) => NetEncoder::Synthetic(Box::new(
             ParametricEncoder::new(
                 start,
                 config.media.encoder.clone(),
                 rng::stream(config.seed, 0),
             )
-            .map_err(|e| NetError::Config {
-                field: "encoder".into(),
-                message: e.to_string(),
-            })?,
+            .map_err(bad_encoder)?,
         )),
-        Source::H264 { path, fps, looped } => {
+        (Source::Synthetic, Some(svc)) => {
+            // Layer payloads are sized for the packets the session cuts.
+            let svc = SvcEncoderConfig {
+                packetizer,
+                ..svc.clone()
+            };
+            NetEncoder::Svc(Box::new(
+                SvcEncoder::new(start, svc, rng::stream(config.seed, 0)).map_err(bad_encoder)?,
+            ))
+        }
+        (Source::H264 { path, fps, looped }, _) => {
             let cfg = H264SourceConfig {
                 fps: *fps,
                 mtu: usize::try_from(config.media.sender.packetizer.mtu.get())
@@ -311,25 +384,22 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             NetEncoder::H264(Box::new(src))
         }
     };
+    let rtx_stream = config.rtx_stream();
     if let Some(path) = &config.sdp {
-        let rtx = (!config.media.sender.recovery.is_none()).then_some(RtxSdp {
+        let rtx = rtx_stream.then_some(RtxSdp {
             payload_type: config.wire.rtx_payload_type,
             ssrc: config.wire.rtx_ssrc,
             media_ssrc: config.wire.media_ssrc,
         });
-        write_sdp(path, &encoder, config.to, &config.wire, rtx)?;
+        let nack = !config.media.sender.recovery.is_none();
+        write_sdp(path, &encoder, config.to, &config.wire, rtx, nack)?;
     }
-    // The session charges each packet what it really costs on the wire.
-    let packetizer = Packetizer {
-        header_overhead: Bytes::new(wire::rtp_overhead(&config.wire) as u64),
-        ..config.media.sender.packetizer
-    };
     // A real H.264 bitstream cannot skip a frame after encoding (the next
     // frame references it, and payloads are looked up by the encoder's frame
     // id): no frame dropping at the sender then (docs/algorithms/pacer.md).
     let frame_drop_queue_time = match encoder {
         NetEncoder::H264(_) => None,
-        NetEncoder::Synthetic(_) => config.media.sender.frame_drop_queue_time,
+        NetEncoder::Synthetic(_) | NetEncoder::Svc(_) => config.media.sender.frame_drop_queue_time,
     };
     let sender_cfg = SenderConfig {
         packetizer,
@@ -358,23 +428,11 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     let mut prev_bytes = 0u64;
     let mut next_report = start + REPORT_INTERVAL;
     let mut sr_buf: Vec<u8> = Vec::with_capacity(128);
-    // Both SSRCs this sender uses (padding and retransmissions go on the RTX
-    // one) are described with the one CNAME.
+    // Both SSRCs this sender uses (padding, retransmissions and repair
+    // packets go on the RTX one) are described with the one CNAME.
     let sdes_ssrcs = [config.wire.media_ssrc, config.wire.rtx_ssrc];
-    // RFC 4588 §4: the RTX stream has its own sequence numbers (RFC 3550 §5.1
-    // asks for a random start; like the media stream's, ours start at 0).
-    let mut rtx_seq: u16 = 0;
-    let synthetic = matches!(config.source, Source::Synthetic);
-    // Without loss recovery no RTX stream is offered (sdp.rs), so probe
-    // padding goes on the media SSRC, as RFC 3550 §5.1 padding-only packets
-    // of the media stream, each taking the next media sequence number:
-    // media packets then go out `media_offset` numbers later than the
-    // session counts them (no NACK can name them: recovery is off).
-    let pad_on_media = config.media.sender.recovery.is_none();
-    // A media datagram's size beyond its payload, unpadded.
-    let media_header = wire::rtp_overhead(&config.wire) - wire::IPV4_HEADER - wire::UDP_HEADER;
-    let mut media_offset: u64 = 0;
-    let mut next_media_seq: u64 = 0;
+    let mut streams = RtpStreams::new(config.wire, rtx_stream);
+    let real_source = !matches!(config.source, Source::Synthetic);
 
     loop {
         let now = clock.now();
@@ -383,73 +441,39 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
         }
         session.on_timeout(now);
         while let Some(tx) = session.poll_transmit(now) {
-            if tx.kind == PacketKind::Padding {
-                // With recovery, the RTX stream's next number: padding must
-                // not take a media sequence number the receiver would NACK
-                // (wire/media.rs).
-                let encoded = if pad_on_media {
-                    let seq = (next_media_seq + media_offset) as u16;
-                    media_offset += 1;
-                    wire::encode_media_padding(&config.wire, &tx, seq, &mut tx_buf)
-                } else {
-                    let r = wire::encode_padding(&config.wire, &tx, rtx_seq, &mut tx_buf);
-                    rtx_seq = rtx_seq.wrapping_add(1);
-                    r
-                };
-                if let Err(e) = encoded {
-                    return Err(NetError::Internal(format!(
-                        "encoding padding {}: {e}",
-                        tx.seq
-                    )));
-                }
-                if send_datagram(&sock, &tx_buf, config.to, &mut stats).await {
-                    stats.padding_sent += 1;
-                }
-                continue;
-            }
             let payload = session
                 .encoder()
                 .payload(tx.packet.frame_id, tx.packet.index);
             let ntp = clock.ntp_of(tx.packet.capture_time);
-            let encoded = if tx.kind == PacketKind::Retransmission {
-                if payload.is_none() && !synthetic {
-                    // Zeros would corrupt the video: better lost than wrong.
+            let written = streams
+                .write(&tx, payload, ntp, real_source, &mut tx_buf)
+                .map_err(|e| NetError::Internal(format!("encoding packet {}: {e}", tx.seq)))?;
+            let Some(written) = written else {
+                // A copy whose payload the source no longer holds: zeros
+                // would corrupt the video, better lost than wrong.
+                if tx.kind == PacketKind::Fec {
+                    stats.repair_without_payload += 1;
+                } else {
                     stats.retransmissions_without_payload += 1;
-                    continue;
                 }
-                let r = wire::encode_rtx(&config.wire, &tx, rtx_seq, ntp, payload, &mut tx_buf);
-                rtx_seq = rtx_seq.wrapping_add(1);
-                r
-            } else {
-                next_media_seq = tx.media_seq + 1;
-                let shifted = Transmit {
-                    media_seq: tx.media_seq + media_offset,
-                    ..tx
-                };
-                wire::encode_media(&config.wire, &shifted, ntp, payload, &mut tx_buf)
+                continue;
             };
-            if let Err(e) = encoded {
-                return Err(NetError::Internal(format!(
-                    "encoding packet {}: {e}",
-                    tx.seq
-                )));
-            }
             if !send_datagram(&sock, &tx_buf, config.to, &mut stats).await {
                 continue;
             }
-            match tx.kind {
-                PacketKind::Retransmission => stats.retransmissions_sent += 1,
-                PacketKind::Media => {
-                    // What `encode_media` wrote beyond the packet's own size.
-                    let own = media_header + tx.packet.payload.get() as usize;
-                    let padding = tx_buf.len().saturating_sub(own);
+            match written {
+                Written::Padding => stats.padding_sent += 1,
+                Written::Retransmission => stats.retransmissions_sent += 1,
+                Written::Repair => {
+                    stats.repair_sent += 1;
+                    stats.repair_bytes += tx_buf.len() as u64;
+                }
+                Written::Media { padding } => {
                     if padding > 0 {
                         stats.padded_media_sent += 1;
                         stats.media_padding_bytes += padding as u64;
                     }
                 }
-                // Padding went out above; FEC is not sent here.
-                PacketKind::Padding | PacketKind::Fec => {}
             }
         }
         if now >= next_report {
@@ -457,12 +481,13 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             sr_buf.clear();
             let st = session.stats();
             // RFC 3550 §6.4.1: counts wrap modulo 2^32; the octet count is
-            // payload. Padding counts when it goes on this SSRC.
-            let packets = if pad_on_media {
-                st.packets_sent
-            } else {
+            // payload. Padding counts when it goes on this SSRC; repair
+            // packets never do (they are RTX).
+            let packets = if rtx_stream {
                 st.packets_sent - st.padding_packets_sent
-            };
+            } else {
+                st.packets_sent
+            } - st.repair_packets_sent;
             let built = wire::encode_sender_report(
                 config.wire.media_ssrc,
                 clock.ntp_of(now),
@@ -544,6 +569,132 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     Ok(report)
 }
 
+/// What [`RtpStreams::write`] put in the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// A first transmission on the media stream, with this many bytes of
+    /// media padding (a packet train's; `wire::encode_media`).
+    Media { padding: usize },
+    /// A retransmission, on the RTX stream.
+    Retransmission,
+    /// A layer plan's repair packet, on the RTX stream.
+    Repair,
+    /// Probe padding, on the RTX stream or, without one, the media stream.
+    Padding,
+}
+
+/// The sender's two RTP streams: which one each transmit goes on, and the
+/// sequence numbers of each (sans IO: `run` puts what [`Self::write`]
+/// writes on the socket).
+///
+/// The media stream's RTP sequence number is the session's media sequence
+/// number (`Transmit::media_seq`, what NACKs name) plus `media_offset`, the
+/// numbers probe padding took on the media SSRC (only without an RTX
+/// stream, when nothing is NACKed). Retransmissions and repair packets are
+/// copies of media packets that already had their number: they go on the
+/// RTX stream with the original's number as OSN (RFC 4588 §4) and never
+/// move `next_media_seq`, so padding on the media SSRC never takes a number
+/// a media packet has or will have.
+#[derive(Debug)]
+struct RtpStreams {
+    wire: WireConfig,
+    /// No RTX stream ([`SendConfig::rtx_stream`]): probe padding goes on
+    /// the media SSRC, as RFC 3550 §5.1 padding-only packets of the media
+    /// stream (a receiver offered no RTX payload type drops the packets of
+    /// one).
+    pad_on_media: bool,
+    /// RFC 4588 §4: the RTX stream numbers its packets itself (RFC 3550
+    /// §5.1 asks for a random start; like the media stream's, ours start at
+    /// 0).
+    rtx_seq: u16,
+    /// Media sequence numbers taken by padding on the media SSRC so far.
+    media_offset: u64,
+    /// The media sequence number after the last first transmission's.
+    next_media_seq: u64,
+}
+
+impl RtpStreams {
+    fn new(wire: WireConfig, rtx_stream: bool) -> RtpStreams {
+        RtpStreams {
+            wire,
+            pad_on_media: !rtx_stream,
+            rtx_seq: 0,
+            media_offset: 0,
+            next_media_seq: 0,
+        }
+    }
+
+    /// Writes `tx` into `out` as the datagram of its stream and returns
+    /// which it was; `None` (nothing written) for a retransmission or
+    /// repair packet of a `real_source` whose `payload` is gone. `payload`
+    /// and `capture_ntp` as `wire::encode_media` takes them.
+    fn write(
+        &mut self,
+        tx: &Transmit,
+        payload: Option<&[u8]>,
+        capture_ntp: u64,
+        real_source: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Written>, WireError> {
+        let written = match tx.kind {
+            PacketKind::Padding if self.pad_on_media => {
+                let seq = (self.next_media_seq + self.media_offset) as u16;
+                self.media_offset += 1;
+                wire::encode_media_padding(&self.wire, tx, seq, out)?;
+                Written::Padding
+            }
+            PacketKind::Padding => {
+                let rtx_seq = self.next_rtx_seq();
+                wire::encode_padding(&self.wire, tx, rtx_seq, out)?;
+                Written::Padding
+            }
+            PacketKind::Retransmission | PacketKind::Fec => {
+                if payload.is_none() && real_source {
+                    return Ok(None);
+                }
+                // The original went out `media_offset` numbers later than
+                // the session counts it: the offset then, as no padding
+                // comes between a frame's data packets and their repair
+                // packets (padding only fills an empty queue) and none is
+                // on the media SSRC with recovery on.
+                let copy = Transmit {
+                    media_seq: tx.media_seq + self.media_offset,
+                    ..*tx
+                };
+                let rtx_seq = self.next_rtx_seq();
+                wire::encode_rtx(&self.wire, &copy, rtx_seq, capture_ntp, payload, out)?;
+                if tx.kind == PacketKind::Fec {
+                    Written::Repair
+                } else {
+                    Written::Retransmission
+                }
+            }
+            PacketKind::Media => {
+                self.next_media_seq = tx.media_seq + 1;
+                let shifted = Transmit {
+                    media_seq: tx.media_seq + self.media_offset,
+                    ..*tx
+                };
+                wire::encode_media(&self.wire, &shifted, capture_ntp, payload, out)?;
+                // What `encode_media` wrote beyond the packet's own size.
+                let own = wire::rtp_overhead(&self.wire) - wire::IPV4_HEADER - wire::UDP_HEADER
+                    + tx.packet.payload.get() as usize;
+                Written::Media {
+                    padding: out.len().saturating_sub(own),
+                }
+            }
+        };
+        Ok(Some(written))
+    }
+
+    /// The RTX stream's next sequence number, taken.
+    fn next_rtx_seq(&mut self) -> u16 {
+        let seq = self.rtx_seq;
+        self.rtx_seq = seq.wrapping_add(1);
+        seq
+    }
+}
+
 /// Puts one RTP datagram on the wire, counting it (or the error); whether
 /// it went out.
 async fn send_datagram(
@@ -580,6 +731,7 @@ fn write_sdp(
     to: SocketAddr,
     wire: &WireConfig,
     rtx: Option<RtxSdp>,
+    nack: bool,
 ) -> Result<(), NetError> {
     let NetEncoder::H264(src) = encoder else {
         return Err(NetError::Config {
@@ -600,6 +752,7 @@ fn write_sdp(
         sps,
         pps,
         rtx,
+        nack,
         media_ssrc: wire.media_ssrc,
         extension_ids: [
             wire.transport_seq_id,
@@ -751,5 +904,193 @@ impl Outputs {
         let text =
             serde_json::to_string_pretty(&v).map_err(|e| NetError::Internal(e.to_string()))?;
         std::fs::write(&path, text + "\n").map_err(|e| NetError::io(&path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rtcc_core::media::packetizer::MediaPacket;
+
+    use super::*;
+    use crate::wire::media::tests::{padding_transmit, transmit};
+    use crate::wire::RtpMedia;
+
+    /// Media packet `media_seq` (transport `seq`) of a frame.
+    fn media(seq: u64, media_seq: u64) -> Transmit {
+        Transmit {
+            media_seq,
+            ..transmit(seq, 100)
+        }
+    }
+
+    /// The repair copy of media packet `media_seq`, with transport `seq`.
+    fn repair(seq: u64, media_seq: u64) -> Transmit {
+        let data = media(seq, media_seq);
+        Transmit {
+            kind: PacketKind::Fec,
+            packet: MediaPacket {
+                repair: true,
+                ..data.packet
+            },
+            ..data
+        }
+    }
+
+    fn padding(seq: u64) -> Transmit {
+        // The session gives padding the next media number, which it does
+        // not use (`Transmit::media_seq`).
+        padding_transmit(seq, 300)
+    }
+
+    /// Writes each transmit and decodes what went out (`None`: nothing).
+    fn write_all(
+        streams: &mut RtpStreams,
+        txs: &[Transmit],
+        payload: Option<&[u8]>,
+        real_source: bool,
+    ) -> Vec<Option<(Written, Vec<u8>)>> {
+        txs.iter()
+            .map(|tx| {
+                let mut out = Vec::new();
+                let w = streams
+                    .write(tx, payload, 0, real_source, &mut out)
+                    .unwrap();
+                w.map(|w| (w, out))
+            })
+            .collect()
+    }
+
+    fn decode(d: &[u8]) -> RtpMedia<'_> {
+        wire::decode_media(&WireConfig::default(), d).unwrap()
+    }
+
+    #[test]
+    fn a_repair_packet_is_an_rtx_copy_of_its_data_packet() {
+        let cfg = WireConfig::default();
+        let mut streams = RtpStreams::new(cfg, true);
+        // A frame of three data packets, a retransmission of 1, the repair
+        // copies of 0..3, then the next frame's first packet.
+        let txs = [
+            media(0, 0),
+            media(1, 1),
+            media(2, 2),
+            Transmit {
+                kind: PacketKind::Retransmission,
+                ..media(3, 1)
+            },
+            repair(4, 0),
+            repair(5, 1),
+            repair(6, 2),
+            media(7, 3),
+        ];
+        let out = write_all(&mut streams, &txs, Some(b"payload"), true);
+        let kinds: Vec<Written> = out.iter().map(|o| o.as_ref().unwrap().0).collect();
+        assert_eq!(
+            kinds,
+            [
+                Written::Media { padding: 0 },
+                Written::Media { padding: 0 },
+                Written::Media { padding: 0 },
+                Written::Retransmission,
+                Written::Repair,
+                Written::Repair,
+                Written::Repair,
+                Written::Media { padding: 0 },
+            ]
+        );
+        for (i, (tx, o)) in txs.iter().zip(&out).enumerate() {
+            let (_, d) = o.as_ref().unwrap();
+            let m = decode(d);
+            assert_eq!(m.transport_seq, Some(i as u16), "{i}");
+            assert_eq!(m.payload, b"payload", "{i}");
+            if tx.kind == PacketKind::Media {
+                assert_eq!((m.ssrc, m.payload_type), (cfg.media_ssrc, cfg.payload_type));
+                assert_eq!((m.sequence, m.original_seq), (tx.media_seq as u16, None));
+                continue;
+            }
+            // Copies: the RTX stream, its own numbers 0, 1, 2, 3, and the
+            // copied packet's number as OSN; only the repairs carry R.
+            assert_eq!(
+                (m.ssrc, m.payload_type),
+                (cfg.rtx_ssrc, cfg.rtx_payload_type)
+            );
+            assert_eq!(m.sequence, i as u16 - 3, "{i}");
+            assert_eq!(m.original_seq, Some(tx.media_seq as u16), "{i}");
+            assert_eq!(m.is_repair(), tx.kind == PacketKind::Fec, "{i}");
+        }
+        // The copies left the media numbering where the data packets put it.
+        assert_eq!(streams.next_media_seq, 4);
+        assert_eq!((streams.media_offset, streams.rtx_seq), (0, 4));
+    }
+
+    #[test]
+    fn padding_on_the_media_ssrc_never_takes_a_media_number() {
+        // No RTX stream: padding takes media numbers; repair copies still
+        // go on the RTX stream, and none moves the media numbering back.
+        let cfg = WireConfig::default();
+        let mut streams = RtpStreams::new(cfg, false);
+        let txs = [
+            media(0, 0),
+            media(1, 1),
+            media(2, 2),
+            repair(3, 0),
+            repair(4, 1),
+            repair(5, 2),
+            padding(6),
+            media(7, 3),
+            repair(8, 3),
+            padding(9),
+            padding(10),
+            media(11, 4),
+        ];
+        let out = write_all(&mut streams, &txs, None, false);
+        let mut on_media = Vec::new();
+        let mut osns = Vec::new();
+        for (tx, o) in txs.iter().zip(&out) {
+            let (_, d) = o.as_ref().unwrap();
+            let m = decode(d);
+            if m.ssrc == cfg.media_ssrc {
+                on_media.push((m.sequence, tx.kind));
+            } else {
+                assert_eq!((m.ssrc, tx.kind), (cfg.rtx_ssrc, PacketKind::Fec));
+                assert!(m.is_repair() && m.payload_len() == 100);
+                osns.push(m.original_seq.unwrap());
+            }
+        }
+        // One media number per datagram of the media SSRC, in order: no
+        // padding reuses a media packet's number.
+        let seqs: Vec<u16> = on_media.iter().map(|(s, _)| *s).collect();
+        assert_eq!(seqs, (0..8).collect::<Vec<u16>>(), "{on_media:?}");
+        let kinds: Vec<PacketKind> = on_media.iter().map(|(_, k)| *k).collect();
+        use PacketKind::{Media as M, Padding as P};
+        assert_eq!(kinds, [M, M, M, P, M, P, P, M]);
+        // Each copy names the RTP number its original went out with: media
+        // 3 went out as 4, after one padding packet.
+        assert_eq!(osns, [0, 1, 2, 4]);
+        assert_eq!((streams.next_media_seq, streams.media_offset), (5, 3));
+    }
+
+    #[test]
+    fn a_copy_without_its_payload_is_not_sent_from_a_real_source() {
+        let mut streams = RtpStreams::new(WireConfig::default(), true);
+        let txs = [
+            repair(0, 0),
+            Transmit {
+                kind: PacketKind::Retransmission,
+                ..media(1, 0)
+            },
+        ];
+        // An H.264 file that no longer holds the payload: nothing written,
+        // no RTX number taken.
+        assert!(write_all(&mut streams, &txs, None, true)
+            .iter()
+            .all(Option::is_none));
+        assert_eq!(streams.rtx_seq, 0);
+        // A synthetic source has none to lose: zeros.
+        let out = write_all(&mut streams, &txs, None, false);
+        let (w, d) = out[0].as_ref().unwrap();
+        assert_eq!(*w, Written::Repair);
+        assert!(decode(d).payload.iter().all(|&b| b == 0));
+        assert_eq!(streams.rtx_seq, 2);
     }
 }

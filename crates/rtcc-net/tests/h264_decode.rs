@@ -146,6 +146,7 @@ fn h264_stream_decodes_in_ffmpeg() {
         sps: source.sps().expect("the clip has an SPS"),
         pps: source.pps().expect("the clip has a PPS"),
         rtx: None,
+        nack: false,
         media_ssrc: WireConfig::default().media_ssrc,
         extension_ids: [1, 2, 3],
     }

@@ -122,4 +122,21 @@ mod tests {
         assert_eq!(f.layer_plan(), Some(half));
         assert_eq!(f.target_bitrate(), Bitrate::kbps(700));
     }
+
+    #[test]
+    fn only_a_plan_with_protected_layers_may_send_repair() {
+        let config = |plan| {
+            crate::CcConfig::Fixed(FixedConfig {
+                plan,
+                ..FixedConfig::default()
+            })
+        };
+        let half = LayerPlan {
+            layers: 5,
+            protected: 5,
+        };
+        assert!(config(Some(half)).may_plan_repair());
+        assert!(!config(Some(LayerPlan::data(5))).may_plan_repair());
+        assert!(!config(None).may_plan_repair());
+    }
 }

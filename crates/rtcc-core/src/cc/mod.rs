@@ -339,6 +339,33 @@ impl CcConfig {
         }
     }
 
+    /// Whether a controller built from this configuration may plan repair
+    /// streams: a [`LayerPlan`](crate::media::svc::LayerPlan) with protected
+    /// layers from [`CongestionController::layer_plan`]. CDM decides its
+    /// plan as it goes (papers/cdm-scalable-video.txt §IV: Safe Retreat
+    /// protects half its PIDs), the fixed controller keeps the one it is
+    /// given; no other controller has a plan. A transport sets up the stream
+    /// that carries repair packets by this before the first frame (rtcc-net
+    /// offers its RFC 4588 RTX stream), so every variant is listed: a new
+    /// controller with a plan must answer here too.
+    pub fn may_plan_repair(&self) -> bool {
+        match self {
+            CcConfig::Cdm(_) => true,
+            CcConfig::Fixed(c) => c.plan.is_some_and(|p| p.protected > 0),
+            CcConfig::Gcc(_)
+            | CcConfig::Sqp(_)
+            | CcConfig::Pudica(_)
+            | CcConfig::Camel(_)
+            | CcConfig::Copa(_)
+            | CcConfig::Cubic(_)
+            | CcConfig::Bbr(_)
+            | CcConfig::DelayBbr(_)
+            | CcConfig::WebRtcBbr(_)
+            | CcConfig::Tfrc(_)
+            | CcConfig::SvcProbing(_) => false,
+        }
+    }
+
     /// Build the controller. `now` is the session start.
     pub fn build(&self, now: Instant) -> Controller {
         match self {

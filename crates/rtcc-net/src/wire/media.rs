@@ -16,11 +16,15 @@
 //! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //! |   packet index within frame   |   packet count of the frame   |
 //! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//! |K|L|  zero   |
+//! |K|L|R| zero  |
 //! +-+-+-+-+-+-+-+-+
 //! ```
 //! all big-endian; K = key frame, L = last packet of the frame (the same as
-//! the RTP marker bit); the other flag bits are sent as zero and ignored.
+//! the RTP marker bit), R = a repair copy (below, "Repair copies"); the
+//! other flag bits are sent as zero and ignored. R is set on repair copies
+//! only, so a stream without them writes the bytes it did before R existed,
+//! and a receiver that knows nothing of R takes a repair copy for a
+//! retransmission.
 //!
 //! The extension block is 4 B (0xBEDE, length) + 3 + 9 + 10 = 22 B of elements
 //! padded to 24 B: 28 B, so an RTP header is 40 B and the IPv4/UDP/RTP overhead
@@ -41,6 +45,24 @@
 //! congestion feedback covers it), and a payload of the original sequence
 //! number (OSN, 2 bytes) followed by the original payload. [`decode_media`]
 //! takes both payload types and gives back the OSN and the original payload.
+//!
+//! # Repair copies (a layer plan's repair packets)
+//! A [`PacketKind::Fec`](rtcc_core::PacketKind::Fec) transmit is a copy of
+//! a data packet sent unasked (`Transmit::media_seq` names the data packet,
+//! `packet.repair` is set; the session's module doc). It goes out exactly
+//! as a retransmission of that packet, through [`encode_rtx`]: RTX payload
+//! type and SSRC, the RTX stream's next sequence number, the OSN of the
+//! data packet and its payload, a transport-wide sequence number of its
+//! own, and the frame-info R flag set. RFC 4588 does not say a
+//! retransmission must have been asked for, and libwebrtc sends such
+//! unrequested copies on its RTX stream too (its "redundant payloads" RTX
+//! mode, `kRtxRedundantPayloads`, as bandwidth-probe padding). A receiver
+//! that treats every RTX packet as a retransmission restores a lost data
+//! packet from the copy; ours reads R and hands the copy to the session as
+//! the simulator does ([`RtpMedia::media_seq`], [`RtpMedia::packet_meta`]),
+//! so it counts as a repair, not as a retransmission. A repair copy never
+//! takes a media sequence number: the media stream's RTP sequence numbers
+//! stay those of its data packets (and of its probe padding, without RTX).
 //!
 //! # Probe padding (RFC 3550 §5.1 padding-only packets)
 //! A [`PacketKind::Padding`](rtcc_core::PacketKind::Padding) transmit, the
@@ -137,6 +159,7 @@ pub const EXTENSION_BLOCK_LEN: usize =
 
 const FLAG_KEY: u8 = 0x80;
 const FLAG_LAST: u8 = 0x40;
+const FLAG_REPAIR: u8 = 0x20;
 
 /// Our frame-info extension (`urn:rtcc:frame-info`), layout in the module doc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +174,9 @@ pub struct FrameInfoExt {
     pub key_frame: bool,
     /// Last packet of the frame.
     pub last_in_frame: bool,
+    /// A repair copy of the data packet of this frame and index (module
+    /// doc, "Repair copies").
+    pub repair: bool,
 }
 
 impl FrameInfoExt {
@@ -160,7 +186,8 @@ impl FrameInfoExt {
         b[4..6].copy_from_slice(&self.index.to_be_bytes());
         b[6..8].copy_from_slice(&self.count.to_be_bytes());
         b[8] = if self.key_frame { FLAG_KEY } else { 0 }
-            | if self.last_in_frame { FLAG_LAST } else { 0 };
+            | if self.last_in_frame { FLAG_LAST } else { 0 }
+            | if self.repair { FLAG_REPAIR } else { 0 };
         b
     }
 
@@ -174,6 +201,7 @@ impl FrameInfoExt {
             count: be16(b, 6),
             key_frame: b[8] & FLAG_KEY != 0,
             last_in_frame: b[8] & FLAG_LAST != 0,
+            repair: b[8] & FLAG_REPAIR != 0,
         })
     }
 }
@@ -236,6 +264,12 @@ pub fn encode_media(
 /// `tx.media_seq`, big-endian) followed by the original payload. The header
 /// extensions are the original's, with `tx.seq`, the retransmission's own
 /// transport-wide sequence number. `payload` as in [`encode_media`].
+///
+/// A layer plan's repair packet (`tx.packet.repair`, a
+/// [`PacketKind::Fec`](rtcc_core::PacketKind::Fec) transmit) is written the
+/// same way, with the frame-info R flag set (module doc, "Repair copies"):
+/// `tx.media_seq` is then the media sequence number of the data packet it
+/// copies.
 pub fn encode_rtx(
     config: &WireConfig,
     tx: &Transmit,
@@ -397,6 +431,7 @@ fn write_packet(
         count,
         key_frame: p.frame_type == FrameType::Key,
         last_in_frame: p.last_in_frame,
+        repair: p.repair,
     };
     let payload_len = match payload {
         Some(bytes) => bytes.len(),
@@ -507,18 +542,28 @@ impl RtpMedia<'_> {
     }
 
     /// The packet's place in the media stream: its RTP sequence number, or
-    /// for a retransmission the original's (RFC 4588 §4).
+    /// for a retransmission the original's (RFC 4588 §4). A repair copy (an
+    /// RTX packet whose frame-info has the R flag) names the original's too
+    /// but is no retransmission, as the simulator hands a repair packet to
+    /// the receiver session (module doc, "Repair copies").
     pub fn media_seq(&self) -> MediaSeq {
         match self.original_seq {
             Some(seq) => MediaSeq {
                 seq,
-                retransmission: true,
+                retransmission: !self.is_repair(),
             },
             None => MediaSeq {
                 seq: self.sequence,
                 retransmission: false,
             },
         }
+    }
+
+    /// A repair copy: an RTX packet whose frame-info has the R flag (module
+    /// doc, "Repair copies"). The flag means nothing on the media payload
+    /// type: a copy travels only as RTX.
+    pub fn is_repair(&self) -> bool {
+        self.original_seq.is_some() && self.frame_info.is_some_and(|f| f.repair)
     }
 
     /// What the player needs, if the frame-info and abs-capture-time extensions
@@ -543,10 +588,11 @@ impl RtpMedia<'_> {
             index: u32::from(info.index),
             last_in_frame: info.last_in_frame,
             payload: ByteCount::new(self.payload.len() as u64),
-            // The real transport's sources have no layers.
+            // Our frame-info carries no layers: a layered frame is one
+            // frame to the player, complete when every data packet is.
             layer: 0,
             layer_end: false,
-            repair: false,
+            repair: self.is_repair(),
         })
     }
 }
@@ -796,7 +842,8 @@ pub(crate) mod tests {
                 index: 2,
                 count: 3,
                 key_frame: true,
-                last_in_frame: true
+                last_in_frame: true,
+                repair: false,
             })
         );
         assert_eq!(m.payload_len(), 1_000);
@@ -929,6 +976,60 @@ pub(crate) mod tests {
             decode_media(&cfg, &buf),
             Err(WireError::TooShort { .. })
         ));
+    }
+
+    #[test]
+    fn a_repair_copy_is_a_retransmission_with_the_r_flag() {
+        let cfg = WireConfig::default();
+        // Transport seq 9 (its own), a copy of media seq 4.
+        let mut rtx = transmit(9, 3);
+        rtx.media_seq = 0x1_0004;
+        rtx.kind = rtcc_core::PacketKind::Retransmission;
+        let repair = Transmit {
+            kind: rtcc_core::PacketKind::Fec,
+            packet: MediaPacket {
+                repair: true,
+                ..rtx.packet
+            },
+            ..rtx
+        };
+        let ntp = 0x0102_0304_0506_0708;
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode_rtx(&cfg, &rtx, 7, ntp, Some(b"xyz"), &mut a).unwrap();
+        encode_rtx(&cfg, &repair, 7, ntp, Some(b"xyz"), &mut b).unwrap();
+        // Byte for byte the retransmission but for the frame-info flags
+        // (byte 37: K and L as before, R added).
+        let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+        assert_eq!((a.len(), differ), (b.len(), vec![37]));
+        assert_eq!((a[37], b[37]), (0xC0, 0xE0));
+        let m = decode_media(&cfg, &b).unwrap();
+        assert_eq!((m.ssrc, m.payload_type, m.sequence), (cfg.rtx_ssrc, 97, 7));
+        assert_eq!((m.original_seq, m.payload), (Some(4), &b"xyz"[..]));
+        assert!(m.is_repair() && m.frame_info.unwrap().repair);
+        // Its place is the original's, as a repair, not a retransmission.
+        assert_eq!(
+            m.media_seq(),
+            MediaSeq {
+                seq: 4,
+                retransmission: false
+            }
+        );
+        let meta = m
+            .packet_meta(&mut Unwrapper::<32>::new(), |_| Instant::ZERO)
+            .unwrap();
+        assert!(meta.repair && meta.index == 2 && meta.last_in_frame);
+        // The retransmission is none of that.
+        let r = decode_media(&cfg, &a).unwrap();
+        assert!(!r.is_repair() && r.media_seq().retransmission);
+        // R on the media payload type is no repair: a copy travels as RTX only.
+        let mut media = Vec::new();
+        encode_media(&cfg, &repair, ntp, Some(b"xyz"), &mut media).unwrap();
+        let m = decode_media(&cfg, &media).unwrap();
+        assert!(m.frame_info.unwrap().repair && !m.is_repair());
+        let meta = m
+            .packet_meta(&mut Unwrapper::<32>::new(), |_| Instant::ZERO)
+            .unwrap();
+        assert!(!meta.repair);
     }
 
     /// A probe padding transmit of `wire_size` bytes on the wire, as the
@@ -1354,6 +1455,7 @@ pub(crate) mod tests {
             count: p.count as u16,
             key_frame: p.frame_type == FrameType::Key,
             last_in_frame: p.last_in_frame,
+            repair: p.repair,
         };
         let mut h = Header {
             version: 2,

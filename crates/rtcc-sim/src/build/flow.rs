@@ -51,6 +51,10 @@ pub struct MediaSetup {
     pub sender: SenderConfig,
     /// Encoder model settings.
     pub encoder: ParametricEncoderConfig,
+    /// The layered encoder's settings when the flow's `encoder.kind` is
+    /// `"svc"` (its ladder, fps and packetisation; `encoder` then goes
+    /// unused); `None`: the parametric model of `encoder`.
+    pub svc: Option<SvcEncoderConfig>,
     /// Receiver session settings (feedback interval, player).
     pub receiver: ReceiverConfig,
 }
@@ -71,17 +75,14 @@ pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, Scen
     };
     // A media flow's setup does not depend on its bottleneck's capacity.
     match World::flow_setup(sc, i, f.get_ref(), Bitrate::MAX)? {
-        FlowSetup::Media(m, EncoderKind::Parametric) => Ok(*m),
-        // rtcc-net builds a parametric encoder from `MediaSetup::encoder`.
+        // rtcc-net builds a parametric encoder from `MediaSetup::encoder`,
+        // a layered one from `MediaSetup::svc` (its PSNR model scores the
+        // simulator's frames only).
+        FlowSetup::Media(m, EncoderKind::Parametric | EncoderKind::Svc(..)) => Ok(*m),
         FlowSetup::Media(_, EncoderKind::Ladder(_)) => Err(sc.error(
             None,
             &format!("flow[{i}].encoder.kind"),
             "the ladder encoder runs only in the simulator".to_string(),
-        )),
-        FlowSetup::Media(_, EncoderKind::Svc(..)) => Err(sc.error(
-            None,
-            &format!("flow[{i}].encoder.kind"),
-            "the svc encoder runs only in the simulator".to_string(),
         )),
         // `found` only matches media flows.
         _ => Err(sc.error(None, "flow", "not a media flow".to_string())),
@@ -304,6 +305,10 @@ impl World {
                         ..defaults
                     },
                     encoder,
+                    svc: match &kind {
+                        EncoderKind::Svc(svc, _) => Some(svc.clone()),
+                        EncoderKind::Parametric | EncoderKind::Ladder(_) => None,
+                    },
                     receiver: ReceiverConfig {
                         feedback_interval: f
                             .feedback_interval

@@ -96,9 +96,11 @@ impl World {
     pub(super) fn start_media(&mut self, fi: usize, m: MediaSetup, kind: EncoderKind) {
         let now = self.now;
         let f = &mut self.flows[fi];
+        // `kind` holds the layered encoder's settings (with its PSNR model).
         let MediaSetup {
             sender,
             encoder,
+            svc: _,
             receiver,
         } = m;
         let psnr = match &kind {
