@@ -117,10 +117,11 @@ pub fn default_media(cc: &str) -> Result<rtcc_sim::MediaSetup, NetError> {
     use rtcc_core::session::sender::SenderConfig;
 
     let encoder = ParametricEncoderConfig::default();
-    let cc = rtcc_sim::default_cc_config(cc, &encoder).map_err(|message| NetError::Config {
-        field: "--cc".into(),
-        message,
-    })?;
+    let cc =
+        rtcc_sim::default_cc_config(cc, &encoder, None).map_err(|message| NetError::Config {
+            field: "--cc".into(),
+            message,
+        })?;
     Ok(rtcc_sim::MediaSetup {
         sender: SenderConfig::with_cc(cc),
         encoder,

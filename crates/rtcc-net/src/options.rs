@@ -176,11 +176,11 @@ impl SendOptions {
         };
         let mut media = media(self.scenario.as_ref(), self.flow.as_deref())?;
         if let Some(cc) = &self.cc {
-            media.sender.cc =
-                rtcc_sim::default_cc_config(cc, &media.encoder).map_err(|m| NetError::Config {
-                    field: "--cc".into(),
-                    message: m,
-                })?;
+            media.sender.cc = rtcc_sim::default_cc_config(cc, &media.encoder, media.svc.as_ref())
+                .map_err(|m| NetError::Config {
+                field: "--cc".into(),
+                message: m,
+            })?;
         }
         if !self.feedback_timeout {
             media.sender.feedback_timeout = None;
@@ -389,6 +389,35 @@ mod tests {
         // An H.264 file has no layers, whatever the flow's encoder says.
         let h264 = config("cdm", Some("clip.h264"), None);
         assert!(!h264.may_send_repair() && !h264.rtx_stream());
+    }
+
+    #[test]
+    fn a_layered_controller_from_cc_takes_the_scenario_encoders_layers() {
+        let dir = std::env::temp_dir().join(format!("rtcc-opts-layers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.toml");
+        std::fs::write(
+            &path,
+            "name = \"s\"\nduration = \"5s\"\n[[link]]\nname = \"bottleneck\"\nrate = \"1Mbps\"\n\
+             [[flow]]\nname = \"v\"\nkind = \"media\"\ncc = \"gcc\"\n\
+             encoder = { kind = \"svc\", layers = 8, layer_rate = \"50kbps\" }\n",
+        )
+        .unwrap();
+        let mut o = send("127.0.0.1:5004");
+        o.scenario = Some(path.clone());
+        // `--cc cdm` over the flow's gcc: CDM's PIDs are the encoder's 8
+        // layers of 50 kbps, as the same scenario with `cc = "cdm"` gets.
+        o.cc = Some("cdm".into());
+        let rtcc_core::CcConfig::Cdm(c) = o.build().unwrap().media.sender.cc else {
+            panic!("not cdm");
+        };
+        assert_eq!((c.pids, c.nominal_rate), (8, rtcc_core::Bitrate::kbps(400)));
+        o.cc = Some("svc-probing".into());
+        let rtcc_core::CcConfig::SvcProbing(c) = o.build().unwrap().media.sender.cc else {
+            panic!("not svc-probing");
+        };
+        assert_eq!(c.ladder.len(), 8);
+        assert_eq!(c.ladder.rate(8), rtcc_core::Bitrate::kbps(400));
     }
 
     #[test]

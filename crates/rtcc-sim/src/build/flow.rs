@@ -90,9 +90,45 @@ pub fn media_setup(sc: &Scenario, name: Option<&str>) -> Result<MediaSetup, Scen
 }
 
 /// The controller settings a scenario flow would get from `cc = "<name>"` with
-/// no `[flow.cc_config]` table, for an encoder configured as `enc`.
-pub fn default_cc_config(name: &str, enc: &ParametricEncoderConfig) -> Result<CcConfig, String> {
-    cc_config(name, None, enc)
+/// no `[flow.cc_config]` table, for an encoder configured as `enc`, or as
+/// the layered `svc` (whose layers a layered controller then takes).
+pub fn default_cc_config(
+    name: &str,
+    enc: &ParametricEncoderConfig,
+    svc: Option<&SvcEncoderConfig>,
+) -> Result<CcConfig, String> {
+    let mut cc = cc_config(name, None, enc)?;
+    if let Some(svc) = svc {
+        fit_to_layers(&mut cc, svc, None)?;
+    }
+    Ok(cc)
+}
+
+/// A layered controller takes the layered encoder's layers, unless its
+/// `cc_config` table sets its own: svc-probing its ladder, CDM its PIDs
+/// (§III: equal-rate substreams) and nominal rate.
+fn fit_to_layers(
+    cc: &mut CcConfig,
+    svc: &SvcEncoderConfig,
+    table: Option<&toml::Table>,
+) -> Result<(), String> {
+    let own = |k: &str| table.is_some_and(|t| t.contains_key(k));
+    match cc {
+        CcConfig::SvcProbing(c) if !(own("layers") || own("layer_rate")) => {
+            c.ladder = svc.ladder.clone();
+        }
+        CcConfig::Cdm(c) => {
+            if !own("pids") {
+                c.pids = svc.ladder.len();
+            }
+            if !own("nominal_rate") {
+                c.nominal_rate = svc.ladder.rate(svc.ladder.len());
+            }
+            c.validate().map_err(|e| e.to_string())?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// What a flow is built from (kept until its start time); a media flow
@@ -193,31 +229,9 @@ impl World {
         let cc_table = f.cc_config.as_ref().map(|t| t.get_ref());
         let mut cc = cc_config(cc_name, cc_table, &encoder)
             .map_err(|m| sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m))?;
-        // One ladder for the layered encoder and the layered controller,
-        // unless the controller's table sets its own.
-        if let (EncoderKind::Svc(svc, _), CcConfig::SvcProbing(c)) = (&kind, &mut cc) {
-            let own =
-                cc_table.is_some_and(|t| t.contains_key("layers") || t.contains_key("layer_rate"));
-            if !own {
-                c.ladder = svc.ladder.clone();
-            }
-        }
-        // CDM's PIDs are the layered encoder's layers (§III: equal-rate
-        // substreams), unless its table sets them.
-        if let (EncoderKind::Svc(svc, _), CcConfig::Cdm(c)) = (&kind, &mut cc) {
-            let table = |k: &str| cc_table.is_some_and(|t| t.contains_key(k));
-            if !table("pids") {
-                c.pids = svc.ladder.len();
-            }
-            if !table("nominal_rate") {
-                c.nominal_rate = svc.ladder.rate(svc.ladder.len());
-            }
-            c.validate().map_err(|e| {
-                sc.error(
-                    f.cc_config.as_ref().map(|t| t.span()),
-                    &key("cc_config"),
-                    e.to_string(),
-                )
+        if let EncoderKind::Svc(svc, _) = &kind {
+            fit_to_layers(&mut cc, svc, cc_table).map_err(|m| {
+                sc.error(f.cc_config.as_ref().map(|t| t.span()), &key("cc_config"), m)
             })?;
         }
         if let CcConfig::Fixed(c) = &mut cc {
