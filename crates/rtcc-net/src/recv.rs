@@ -924,25 +924,13 @@ mod tests {
             from: SocketAddr,
             now: Instant,
         ) -> bool {
-            let tx = Transmit {
+            let tx = one_packet_frame(
                 seq,
                 media_seq,
-                kind: rtcc_core::PacketKind::Media,
-                packet: MediaPacket {
-                    frame_id,
-                    frame_type: FrameType::Key,
-                    capture_time: Instant::from_millis(frame_id),
-                    index: 0,
-                    count: 1,
-                    last_in_frame: true,
-                    payload: Bytes::new(100),
-                    wire_size: Bytes::new(148),
-                    layer: 0,
-                    layer_end: false,
-                    repair: false,
-                },
-                send_time: Instant::from_millis(frame_id),
-            };
+                frame_id,
+                rtcc_core::PacketKind::Media,
+                Instant::from_millis(frame_id),
+            );
             let mut d = Vec::new();
             let ntp = self.clock.ntp_of(Instant::ZERO);
             match rtx {
@@ -981,6 +969,36 @@ mod tests {
     /// An RTP packet as a standard sender (GStreamer's `rtph264pay` with the
     /// transport-wide CC extension at id 1, RFC 8285 one-byte form) sends it:
     /// no abs-capture-time, no frame-info.
+    /// A key frame of one 100 B packet, as the sender would transmit it:
+    /// media, or (`PacketKind::Fec`) the repair copy of one.
+    fn one_packet_frame(
+        seq: u64,
+        media_seq: u64,
+        frame_id: u64,
+        kind: rtcc_core::PacketKind,
+        send_time: Instant,
+    ) -> Transmit {
+        Transmit {
+            seq,
+            media_seq,
+            kind,
+            packet: MediaPacket {
+                frame_id,
+                frame_type: FrameType::Key,
+                capture_time: Instant::from_millis(frame_id),
+                index: 0,
+                count: 1,
+                last_in_frame: true,
+                payload: Bytes::new(100),
+                wire_size: Bytes::new(148),
+                layer: 0,
+                layer_end: false,
+                repair: kind == rtcc_core::PacketKind::Fec,
+            },
+            send_time,
+        }
+    }
+
     fn plain_rtp(seq: u16, ts: u32, marker: bool, tseq: u16, payload: &[u8]) -> Vec<u8> {
         let mut d = vec![0x90, (u8::from(marker) << 7) | 96];
         d.extend_from_slice(&seq.to_be_bytes());
@@ -1128,25 +1146,13 @@ mod tests {
         /// the one-packet frame `frame_id`, media sequence `media_seq`, with
         /// transport sequence `seq`, at `ms`.
         fn feed_repair(&mut self, seq: u64, media_seq: u64, frame_id: u64, ms: u64) -> bool {
-            let tx = Transmit {
+            let tx = one_packet_frame(
                 seq,
                 media_seq,
-                kind: rtcc_core::PacketKind::Fec,
-                packet: MediaPacket {
-                    frame_id,
-                    frame_type: FrameType::Key,
-                    capture_time: Instant::from_millis(frame_id),
-                    index: 0,
-                    count: 1,
-                    last_in_frame: true,
-                    payload: Bytes::new(100),
-                    wire_size: Bytes::new(148),
-                    layer: 0,
-                    layer_end: false,
-                    repair: true,
-                },
-                send_time: Instant::from_millis(ms),
-            };
+                frame_id,
+                rtcc_core::PacketKind::Fec,
+                Instant::from_millis(ms),
+            );
             let mut d = Vec::new();
             let ntp = self.clock.ntp_of(Instant::ZERO);
             wire::encode_rtx(&self.cfg, &tx, seq as u16, ntp, None, &mut d).unwrap();

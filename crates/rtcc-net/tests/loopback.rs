@@ -13,11 +13,8 @@ use rtcc_net::send::{self, SendConfig, Source};
 use rtcc_net::wire::WireConfig;
 use rtcc_sim::link::{LinkConfig, LossConfig, QueueLimit, RateModel};
 
-/// A free loopback port (bound, then released).
-fn free_port() -> SocketAddr {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap()
-}
+mod common;
+use common::free_port;
 
 fn sender(to: SocketAddr, cc: &str, secs: u64) -> SendConfig {
     SendConfig {

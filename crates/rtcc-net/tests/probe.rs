@@ -18,10 +18,8 @@ use rtcc_net::emulate::{self, EmulatorConfig};
 use rtcc_net::options::{RecvOptions, SendOptions};
 use rtcc_net::{recv, send};
 
-fn free_port() -> std::net::SocketAddr {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap()
-}
+mod common;
+use common::free_port;
 
 fn fidelity_scenario() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/net/fidelity.toml")

@@ -13,11 +13,9 @@
 //! 3. with NACK the receiver asks for the missing packets, the sender resends
 //!    them as RTX, and clearly more frames are displayed.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread::{self};
 
 use rtcc_core::recovery::RecoveryConfig;
 use rtcc_core::{Bitrate, Bytes, Duration, Probability};
@@ -25,15 +23,11 @@ use rtcc_net::emulate::{self, EmulatorConfig, EmulatorStats};
 use rtcc_net::recv::{self, RecvConfig, RecvReport};
 use rtcc_net::send::{self, SendConfig, SendReport, Source};
 use rtcc_net::wire::WireConfig;
-use rtcc_net::NetError;
 use rtcc_sim::link::{LinkConfig, LossConfig, QueueLimit, RateModel};
 use serde_json::Value;
 
-/// A free loopback port (bound, then released).
-fn free_port() -> SocketAddr {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap()
-}
+mod common;
+use common::{free_port, join, Handles};
 
 struct Run {
     tx: SendReport,
@@ -41,13 +35,6 @@ struct Run {
     emu: EmulatorStats,
     summary: Value,
 }
-
-type Handles = (
-    JoinHandle<Result<EmulatorStats, emulate::EmulatorError>>,
-    JoinHandle<Result<RecvReport, NetError>>,
-    JoinHandle<Result<SendReport, NetError>>,
-    PathBuf,
-);
 
 /// Starts emulator, receiver and sender for one run (`nack`: recovery on).
 fn start(nack: bool, send_secs: u64) -> Handles {
@@ -116,10 +103,8 @@ fn start(nack: bool, send_secs: u64) -> Handles {
     (emu, rx, tx, dir)
 }
 
-fn finish((emu, rx, tx, dir): Handles) -> Run {
-    let tx = tx.join().unwrap().unwrap();
-    let rx = rx.join().unwrap().unwrap();
-    let emu = emu.join().unwrap().unwrap();
+fn finish(handles: Handles) -> Run {
+    let (tx, rx, emu, dir) = join(handles);
     // The files on disk say what the reports say.
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     let summary: Value = serde_json::from_str(&text).unwrap();

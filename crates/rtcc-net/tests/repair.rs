@@ -23,19 +23,20 @@
 //!    no layers, so a frame is shown only whole), and the frames after it
 //!    until a key frame: `protected` shows clearly more frames.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread::{self};
 
 use rtcc_core::Duration;
 use rtcc_net::emulate::{self, EmulatorConfig, EmulatorStats};
 use rtcc_net::options::{RecvOptions, SendOptions};
 use rtcc_net::recv::{self, RecvReport};
 use rtcc_net::send::{self, SendReport};
-use rtcc_net::NetError;
 use serde_json::Value;
+
+mod common;
+use common::{free_port, join, Handles};
 
 /// Seconds each sender runs.
 const SECS: u64 = 6;
@@ -67,12 +68,6 @@ cc_config = { plan = { layers = 5, protected = 0 } }
 encoder = { kind = "svc", layers = 10, fps = 30 }
 "#;
 
-/// A free loopback port (bound, then released).
-fn free_port() -> SocketAddr {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap()
-}
-
 struct Run {
     tx: SendReport,
     rx: RecvReport,
@@ -84,13 +79,6 @@ struct Run {
     /// Σ `size_bytes` of `frames.csv`: the payload the player accepted.
     frame_bytes: u64,
 }
-
-type Handles = (
-    JoinHandle<Result<EmulatorStats, emulate::EmulatorError>>,
-    JoinHandle<Result<RecvReport, NetError>>,
-    JoinHandle<Result<SendReport, NetError>>,
-    PathBuf,
-);
 
 /// Starts emulator, receiver and sender of scenario flow `flow`.
 fn start(scenario: &Path, flow: &str) -> Handles {
@@ -131,10 +119,8 @@ fn start(scenario: &Path, flow: &str) -> Handles {
     (emu, rx, tx, dir)
 }
 
-fn finish((emu, rx, tx, dir): Handles) -> Run {
-    let tx = tx.join().unwrap().unwrap();
-    let rx = rx.join().unwrap().unwrap();
-    let emu = emu.join().unwrap().unwrap();
+fn finish(handles: Handles) -> Run {
+    let (tx, rx, emu, dir) = join(handles);
     // The files on disk say what the reports say.
     let read = |name: &str| -> Value {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
