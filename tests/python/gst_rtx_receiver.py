@@ -48,13 +48,24 @@ RTX_CAPS = (
 )
 
 
+# The jitter buffer's latency: how long after a packet was due it waits for a
+# retransmission. GStreamer's default, 200 ms, left too little room here: a
+# packet of a paced frame is due up to ~90 ms after its timestamp, its NACK
+# goes out with the next RTCP packet (~40 ms), the relay adds 40 ms of round
+# trip, and on a loaded machine (CI) a retransmission arrived a few ms after
+# GStreamer had declared the packet lost (137 of 150 frames; seen in its
+# debug log). 500 ms is rtcc's own frame deadline for retransmissions
+# (`playout_delay + max_frame_wait`), so both ends wait equally long.
+LATENCY_MS = 500
+
+
 def main() -> int:
     rtp_port, rtcp_port, host, sender_port, loss, seconds = sys.argv[1:7]
     Gst.init(None)
     # The links into rtpbin are made after its signals are connected: it asks
     # for the RTX receiver when a pad request creates the session.
     pipe = Gst.parse_launch(
-        f"rtpbin name=rb do-retransmission=true rtp-profile=avpf "
+        f"rtpbin name=rb do-retransmission=true rtp-profile=avpf latency={LATENCY_MS} "
         f'udpsrc name=rtp_in port={rtp_port} caps="{H264_CAPS}" '
         f"! identity name=loss drop-probability={loss} "
         f"udpsink name=rtcp_out host={host} port={sender_port} sync=false async=false "
