@@ -130,6 +130,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
     cc_trace: bool = False,
+    allow_large: bool = False,
 ) -> Result:
     """Simulate one scenario and return its results.
 
@@ -144,7 +145,9 @@ def run(
             paths are resolved against the working directory.
         seed: Overrides the scenario's seed (0 ≤ seed < 2**64).
         out: Directory for ``summary.json``, ``timeseries.csv`` and
-            ``frames.csv``; created if missing. Default: a temporary
+            ``frames.csv``; created if missing. The files are written beside
+            it and moved in only when the run succeeds, so an error leaves
+            ``out`` as it was. Default: a temporary
             directory that lives as long as the returned ``Result``.
         progress: Called as ``progress(sim_time_s, duration_s)`` about once
             per simulated second. An exception it raises stops the run and
@@ -152,6 +155,8 @@ def run(
         cc_trace: Also write ``cc_trace.csv`` (``Result.cc_trace``): each
             controller's state variables at every sample, as if the
             scenario said ``[output] cc_trace = true``.
+        allow_large: Run even when the run is estimated above the resource
+            limits (``ScenarioError`` otherwise; docs/scenarios.md, "Limits").
 
     Returns:
         The run's :class:`Result`.
@@ -183,11 +188,9 @@ def run(
         tmp = tempfile.TemporaryDirectory(prefix="rtcc-run-")
         out_dir = Path(tmp.name)
     else:
+        # Created by the run itself, and only when it succeeds: a bad
+        # scenario leaves nothing behind (docs/scenarios.md, "Limits").
         out_dir = Path(out)
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ScenarioError(f"cannot create output directory {out_dir}: {e.strerror}") from e
 
     summary_json = _native.run(
         scenario_path=path,
@@ -197,6 +200,7 @@ def run(
         seed=seed,
         progress=progress,
         cc_trace=bool(cc_trace),
+        allow_large=bool(allow_large),
     )
     summary: RunSummary = json.loads(summary_json)
     return Result(summary, out_dir, tmp=tmp)

@@ -19,6 +19,7 @@ def run(
     seed: int | None = None,
     progress: Callable[[float, float], object] | None = None,
     cc_trace: bool = False,
+    allow_large: bool = False,
 ) -> str:
     """Run one scenario with the GIL released and return its summary as JSON.
 
@@ -26,7 +27,7 @@ def run(
     names `toml_text` in error messages. `cc_trace` writes `cc_trace.csv` to
     `out_dir` whatever the scenario's `[output] cc_trace` says. `progress(sim_time_s, duration_s)`
     is called about once per simulated second; an exception it raises stops
-    the run and propagates.
+    the run and propagates. `allow_large` runs past the resource guard.
     """
 
 def version() -> str:

@@ -105,6 +105,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also write cc_trace.csv: each controller's state variables at every sample "
         "(as [output] cc_trace = true; `rtcc report` plots them)",
     )
+    run.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run even when the run is estimated above the resource limits "
+        '(docs/scenarios.md, "Limits")',
+    )
     run.set_defaults(func=_cmd_run)
     _add_sweep_command(commands)
     _add_net_commands(commands)
@@ -550,7 +556,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
 
         result = rtcc.run(
-            scenario, seed=args.seed, out=out, progress=on_progress, cc_trace=args.cc_trace
+            scenario,
+            seed=args.seed,
+            out=out,
+            progress=on_progress,
+            cc_trace=args.cc_trace,
+            allow_large=args.allow_large,
         )
 
     out_console = Console() if sys.stdout.isatty() else Console(width=160)

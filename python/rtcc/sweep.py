@@ -76,6 +76,9 @@ DICT_GRID_ORIGIN = "<grid>"
 
 # A seed is a u64 in the simulator.
 _SEED_MAX = 2**64 - 1
+#: The most runs one sweep may hold (docs/sweeps.md): a hundred thousand runs
+#: of a minute each is already weeks of CPU; a larger grid is a typo.
+MAX_RUNS = 100_000
 
 # Hex digits of a run id: 48 bits, so a collision among a million runs has a
 # probability of about 2e-3 (birthday bound n²/2·2⁻⁴⁸).
@@ -239,6 +242,18 @@ def _load_grid(grid: str | os.PathLike[str] | Mapping[str, Any]) -> _Grid:
     if not isinstance(extra, list) or not all(isinstance(r, Mapping) for r in extra):
         raise GridError(f"{origin}: key `runs`: must be an array of tables ([[runs]])")
 
+    # Sized before anything is built: a grid of a hundred million runs would
+    # otherwise fill the memory listing them.
+    combos = 1
+    for values in axes.values():
+        combos *= len(values)
+    planned = combos * len(seeds) + len(extra) * len(seeds)
+    if planned > MAX_RUNS:
+        raise GridError(
+            f"{origin}: the grid has {planned} runs ({combos} points x {len(seeds)} seeds"
+            f"{f' + {len(extra)} [[runs]]' if extra else ''}), above the limit of {MAX_RUNS}; "
+            "split it into several sweeps"
+        )
     points: list[tuple[dict[str, Any], list[int]]] = [
         (dict(zip(axes, combo, strict=True)), seeds) for combo in itertools.product(*axes.values())
     ]
@@ -309,8 +324,10 @@ def _seeds(value: object, origin: str, key: str, *, default: list[int]) -> list[
     if value is None:
         return default
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise GridError(f"{origin}: key `{key}`: a count of seeds must be >= 1, got {value}")
+        if not 1 <= value <= MAX_RUNS:
+            raise GridError(
+                f"{origin}: key `{key}`: a count of seeds must be in [1, {MAX_RUNS}], got {value}"
+            )
         return list(range(1, value + 1))
     if isinstance(value, list) and value:
         for seed in value:

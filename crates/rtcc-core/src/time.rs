@@ -272,7 +272,16 @@ impl FromStr for Duration {
                 ))
             }
         };
-        Ok(Duration::from_secs_f64(value * scale))
+        let secs = value * scale;
+        // u64 nanoseconds: about 584 years.
+        if secs * 1e9 >= u64::MAX as f64 {
+            return Err(ParseError::new(
+                "duration",
+                s,
+                "is out of range (at most 584 years)",
+            ));
+        }
+        Ok(Duration::from_secs_f64(secs))
     }
 }
 

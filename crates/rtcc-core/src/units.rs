@@ -42,9 +42,22 @@ pub(crate) fn split_number_unit<'a>(
     example: &str,
 ) -> Result<(f64, &'a str), ParseError> {
     let t = s.trim();
-    let split = t
+    let mut split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
         .unwrap_or(t.len());
+    // An exponent (`1e6bps`, `2.5E-3s`) belongs to the number, so that an
+    // out-of-range value is reported as such and not as a bad unit.
+    let rest = &t.as_bytes()[split..];
+    if split > 0 && matches!(rest.first(), Some(b'e' | b'E')) {
+        let mut k = 1;
+        if matches!(rest.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        let digits = rest[k..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0 {
+            split += k + digits;
+        }
+    }
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
     if num.is_empty() {
@@ -62,13 +75,21 @@ pub(crate) fn split_number_unit<'a>(
         )
     })?;
     if !value.is_finite() {
-        return Err(ParseError::new(quantity, s, "must be finite"));
+        return Err(ParseError::new(
+            quantity,
+            s,
+            "is out of range (the number must be at most 1e15)",
+        ));
     }
     if value < 0.0 {
         return Err(ParseError::new(quantity, s, "must not be negative"));
     }
     if value > 1e15 {
-        return Err(ParseError::new(quantity, s, "is out of range"));
+        return Err(ParseError::new(
+            quantity,
+            s,
+            "is out of range (the number must be at most 1e15)",
+        ));
     }
     if unit.is_empty() {
         return Err(ParseError::new(
@@ -210,7 +231,15 @@ impl FromStr for Bitrate {
                 ))
             }
         };
-        Ok(Bitrate::from_bps_f64(value * scale))
+        let bps = value * scale;
+        if bps >= u64::MAX as f64 {
+            return Err(ParseError::new(
+                "bitrate",
+                s,
+                "is out of range (at most 1.8e19 bps)",
+            ));
+        }
+        Ok(Bitrate::from_bps_f64(bps))
     }
 }
 
@@ -372,7 +401,15 @@ impl FromStr for Bytes {
                 ))
             }
         };
-        Ok(Bytes((value * scale).round() as u64))
+        let bytes = value * scale;
+        if bytes >= u64::MAX as f64 {
+            return Err(ParseError::new(
+                "size",
+                s,
+                "is out of range (at most 1.8e19 B)",
+            ));
+        }
+        Ok(Bytes(bytes.round() as u64))
     }
 }
 
@@ -458,6 +495,29 @@ mod serde_impls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exponents_are_part_of_the_number_and_overflow_is_named() {
+        assert_eq!("1e6bps".parse::<Bitrate>().unwrap(), Bitrate::mbps(1));
+        assert_eq!("2.5E3kbps".parse::<Bitrate>().unwrap(), Bitrate::kbps(2500));
+        assert_eq!("1e3B".parse::<Bytes>().unwrap(), Bytes::new(1000));
+        let e = "1e400Mbps".parse::<Bitrate>().unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = "1e14Gbps".parse::<Bitrate>().unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = "1e14GB".parse::<Bytes>().unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = "1e30s".parse::<crate::Duration>().unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = "1000000000h"
+            .parse::<crate::Duration>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("584 years"), "{e}");
+        // A unit that starts with `e` is still a unit error.
+        let e = "5eggs".parse::<Bitrate>().unwrap_err().to_string();
+        assert!(e.contains("unit must be"), "{e}");
+    }
 
     #[test]
     fn parses_bitrates() {

@@ -58,6 +58,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
     seed = None,
     progress = None,
     cc_trace = false,
+    allow_large = false,
 ))]
 #[expect(
     clippy::too_many_arguments,
@@ -72,6 +73,7 @@ fn run(
     seed: Option<u64>,
     progress: Option<Py<PyAny>>,
     cc_trace: bool,
+    allow_large: bool,
 ) -> PyResult<String> {
     let source = match (scenario_path, toml_text) {
         (Some(path), None) => Source::File(path),
@@ -94,6 +96,7 @@ fn run(
         out_dir,
         progress_interval: PROGRESS_INTERVAL,
         cc_trace,
+        allow_large,
         ..RunOptions::default()
     };
 

@@ -42,6 +42,8 @@ fn main() -> ExitCode {
         lookahead: std::env::var_os("RTCC_NO_LOOKAHEAD").is_none(),
         // RTCC_CC_TRACE=1 writes cc_trace.csv whatever the scenario says.
         cc_trace: std::env::var_os("RTCC_CC_TRACE").is_some(),
+        // RTCC_ALLOW_LARGE=1 runs past the resource guard.
+        allow_large: std::env::var_os("RTCC_ALLOW_LARGE").is_some(),
     };
     match run(&scenario, &opts, &mut |_| {}) {
         Ok(report) => {

@@ -100,7 +100,13 @@ pub(crate) fn cc_config(
                 bitrate: enc.start_bitrate,
                 ..FixedConfig::default()
             };
-            set(&mut c.bitrate, k.rate("bitrate")?);
+            let bitrate = k.rate("bitrate")?;
+            if bitrate.is_some_and(|b| b.is_zero()) {
+                return Err(
+                    "`bitrate`: must be greater than 0bps (a fixed rate of 0 never sends)".into(),
+                );
+            }
+            set(&mut c.bitrate, bitrate);
             let factor = k.num_where("pacing_factor", |x| x >= 1.0, "a number ≥ 1")?;
             set(&mut c.pacing_factor, factor);
             c.plan = k.plan("plan")?;
@@ -792,18 +798,35 @@ impl Keys<'_> {
     }
 
     /// A bitrate string such as "1Mbps".
+    /// At most [`crate::limits::MAX_RATE`].
     pub(crate) fn rate(&self, k: &str) -> Result<Option<Bitrate>, String> {
-        self.parsed(k, "a bitrate string such as \"1Mbps\"")
+        let r: Option<Bitrate> = self.parsed(k, "a bitrate string such as \"1Mbps\"")?;
+        let max = crate::limits::MAX_RATE;
+        match r {
+            Some(r) if r > max => Err(format!("`{k}`: {r} is out of range [0bps, {max}]")),
+            r => Ok(r),
+        }
     }
 
-    /// A duration string such as "20ms".
+    /// A duration string such as "20ms", at most
+    /// [`crate::limits::MAX_CC_DURATION`].
     pub(crate) fn duration(&self, k: &str) -> Result<Option<Duration>, String> {
-        self.parsed(k, "a duration string such as \"20ms\"")
+        let d: Option<Duration> = self.parsed(k, "a duration string such as \"20ms\"")?;
+        let max = crate::limits::MAX_CC_DURATION;
+        match d {
+            Some(d) if d > max => Err(format!("`{k}`: {d} is out of range [0s, {max}]")),
+            d => Ok(d),
+        }
     }
 
-    /// A size string such as "2KB".
+    /// A size string such as "2KB", at most [`crate::limits::MAX_QUEUE_BYTES`].
     pub(crate) fn bytes(&self, k: &str) -> Result<Option<Bytes>, String> {
-        self.parsed(k, "a size string such as \"2KB\"")
+        let b: Option<Bytes> = self.parsed(k, "a size string such as \"2KB\"")?;
+        let max = crate::limits::MAX_QUEUE_BYTES;
+        match b {
+            Some(b) if b > max => Err(format!("`{k}`: {b} is out of range [0B, {max}]")),
+            b => Ok(b),
+        }
     }
 
     /// A string parsed as `T`; `what` describes the expected value for a

@@ -18,9 +18,11 @@ mod build;
 mod cc_config;
 mod encoder;
 pub mod engine;
+pub mod limits;
 pub mod link;
 mod live;
 pub mod metrics;
+mod outdir;
 pub mod output;
 pub mod scenario;
 pub mod tcp;
@@ -51,6 +53,9 @@ pub struct RunOptions {
     /// Write `cc_trace.csv` (with `out_dir`) even if the scenario's
     /// `[output] cc_trace` is off.
     pub cc_trace: bool,
+    /// Run even if [`limits::estimate`] puts the run above
+    /// [`limits::MAX_PACKETS`] or [`limits::MAX_OUTPUT_BYTES`].
+    pub allow_large: bool,
 }
 
 impl Default for RunOptions {
@@ -61,6 +66,7 @@ impl Default for RunOptions {
             progress_interval: Duration::from_secs(1),
             lookahead: true,
             cc_trace: false,
+            allow_large: false,
         }
     }
 }
@@ -147,8 +153,22 @@ pub fn run_interruptible(
         frames: None,
         cc_trace: None,
     };
-    if let Some(dir) = &opts.out_dir {
-        std::fs::create_dir_all(dir).map_err(io(dir.clone()))?;
+    if !opts.allow_large {
+        let size = limits::estimate(scenario, opts.cc_trace)?;
+        if let Some(why) = size.refusal() {
+            return Err(SimError::Scenario(scenario.error(None, "", why)));
+        }
+    }
+    // Outputs go to a staging folder beside `out_dir` and move into place
+    // only when the run succeeds: an error leaves `out_dir` as it was.
+    let staged = match &opts.out_dir {
+        Some(dir) => Some(
+            outdir::StagedDir::new(dir).map_err(|(path, source)| SimError::Io { path, source })?,
+        ),
+        None => None,
+    };
+    if let Some(stage) = &staged {
+        let dir = stage.path();
         let ts = dir.join("timeseries.csv");
         sinks.timeseries = Some(Box::new(BufWriter::with_capacity(
             1 << 16,
@@ -185,11 +205,17 @@ pub fn run_interruptible(
     result.map_err(io(opts.out_dir.clone().unwrap_or_default()))?;
     let summary = serde_json::to_value(output::summary(&world, scenario.name(), seed))
         .map_err(|e| SimError::Internal(e.to_string()))?;
-    if let Some(dir) = &opts.out_dir {
-        let p = dir.join("summary.json");
+    if let Some(stage) = staged {
+        // The sinks flushed at the end of `world.run`; close them before the
+        // move so no handle outlives it.
+        world.close_sinks();
+        let p = stage.path().join("summary.json");
         let text = serde_json::to_string_pretty(&summary)
             .map_err(|e| SimError::Internal(e.to_string()))?;
         std::fs::write(&p, text + "\n").map_err(io(p.clone()))?;
+        stage
+            .commit()
+            .map_err(|(path, source)| SimError::Io { path, source })?;
     }
     Ok(RunReport {
         summary,

@@ -1072,12 +1072,18 @@ impl Scenario {
         }
         if self.topology.kind == TopologyKind::Dumbbell
             && !self.links.iter().any(|l| l.get_ref().name == "bottleneck")
-            && self.links.len() > 1
         {
             return Err(self.error(
-                None,
+                Some(self.links[0].span()),
                 "link",
-                "a dumbbell with several links needs one named \"bottleneck\"",
+                format!(
+                    "a dumbbell needs a link named \"bottleneck\" (found: {})",
+                    self.links
+                        .iter()
+                        .map(|l| format!("\"{}\"", l.get_ref().name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
         }
         self.validate_paths()?;
@@ -1095,6 +1101,315 @@ impl Scenario {
         }
         if self.output.sample_interval.is_zero() {
             return Err(self.error(None, "output.sample_interval", "must be greater than 0s"));
+        }
+        self.validate_limits(dspan)
+    }
+
+    /// The span of `name = ...` inside `within` (a table's span; the whole
+    /// text when `None`), for values that have no span of their own. Falls
+    /// back to `within`.
+    fn key_span(
+        &self,
+        within: Option<std::ops::Range<usize>>,
+        table: &str,
+        name: &str,
+    ) -> Option<std::ops::Range<usize>> {
+        let text = &self.origin.text;
+        let (mut from, to) = match &within {
+            Some(r) => (r.start.min(text.len()), r.end.min(text.len())),
+            None => (0, text.len()),
+        };
+        if within.is_none() && !table.is_empty() {
+            // A top-level table: look after its header.
+            if let Some(h) = text.find(&format!("[{table}]")) {
+                from = h;
+            }
+        }
+        let hay = &text[from..to];
+        let bytes = hay.as_bytes();
+        let mut at = 0;
+        while let Some(i) = hay[at..].find(name) {
+            let start = at + i;
+            let end = start + name.len();
+            let before_ok = start == 0
+                || !(bytes[start - 1].is_ascii_alphanumeric()
+                    || bytes[start - 1] == b'_'
+                    || bytes[start - 1] == b'.');
+            let after = hay[end..].trim_start_matches([' ', '\t']);
+            if before_ok && after.starts_with('=') {
+                return Some(from + start..from + end);
+            }
+            at = end;
+        }
+        within
+    }
+
+    /// A value within `[lo, hi]`, or the error naming key, value and range.
+    fn within<T: PartialOrd + fmt::Display>(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        value: T,
+        (lo, hi): (T, T),
+    ) -> Result<(), ScenarioError> {
+        if value < lo || value > hi {
+            return Err(self.error(
+                span,
+                key,
+                format!("{value} is out of range [{lo}, {hi}] (docs/scenarios.md, \"Limits\")"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A queue bound within [`limits`](crate::limits)' ranges.
+    fn queue_within(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        q: QueueSpec,
+    ) -> Result<(), ScenarioError> {
+        use crate::limits::*;
+        match q {
+            QueueSpec::Unlimited => Ok(()),
+            QueueSpec::Bytes(b) => self.within(span, key, b, (Bytes::new(1), MAX_QUEUE_BYTES)),
+            QueueSpec::Packets(n) => self.within(span, key, u64::from(n), (1, MAX_QUEUE_PACKETS)),
+            QueueSpec::Time(d) => {
+                self.within(span, key, d, (Duration::from_nanos(1), MAX_QUEUE_TIME))
+            }
+        }
+    }
+
+    /// Every numeric field within its documented range
+    /// ([`crate::limits`], docs/scenarios.md "Limits"). Fields without a
+    /// span of their own are reported at their table's line.
+    fn validate_limits(&self, dspan: Option<std::ops::Range<usize>>) -> Result<(), ScenarioError> {
+        use crate::limits::*;
+        let positive_rate = (Bitrate::bps(1), MAX_RATE);
+        let any_rate = (Bitrate::ZERO, MAX_RATE);
+        let delay = (Duration::ZERO, MAX_DELAY);
+        let timer = (Duration::ZERO, MAX_TIMER);
+        self.within(
+            dspan.clone(),
+            "duration",
+            self.duration,
+            (Duration::from_nanos(1), MAX_DURATION),
+        )?;
+        self.within(
+            self.key_span(None, "output", "sample_interval"),
+            "output.sample_interval",
+            self.output.sample_interval,
+            (MIN_SAMPLE_INTERVAL, self.duration.max(MIN_SAMPLE_INTERVAL)),
+        )?;
+        let t = &self.topology;
+        let at = |k: &str| self.key_span(None, "topology", k);
+        self.within(
+            at("access_rate"),
+            "topology.access_rate",
+            t.access_rate,
+            positive_rate,
+        )?;
+        self.within(
+            at("access_delay"),
+            "topology.access_delay",
+            t.access_delay,
+            delay,
+        )?;
+        self.queue_within(at("access_queue"), "topology.access_queue", t.access_queue)?;
+        if let Some(r) = t.reverse_rate {
+            self.within(
+                at("reverse_rate"),
+                "topology.reverse_rate",
+                r,
+                positive_rate,
+            )?;
+        }
+        if let Some(d) = t.reverse_delay {
+            self.within(at("reverse_delay"), "topology.reverse_delay", d, delay)?;
+        }
+        if let Some(q) = t.reverse_queue {
+            self.queue_within(at("reverse_queue"), "topology.reverse_queue", q)?;
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let key = |k: &str| format!("link[{i}].{k}");
+            let spec = l.get_ref();
+            let span = Some(l.span());
+            if let Some(r) = &spec.rate {
+                self.within(Some(r.span()), &key("rate"), *r.get_ref(), positive_rate)?;
+            }
+            if let Some(sc) = &spec.schedule {
+                for (j, st) in sc.get_ref().iter().enumerate() {
+                    self.within(
+                        Some(sc.span()),
+                        &key(&format!("schedule[{j}].rate")),
+                        st.rate,
+                        any_rate,
+                    )?;
+                }
+            }
+            if let Some(d) = &spec.delay {
+                self.within(Some(d.span()), &key("delay"), *d.get_ref(), delay)?;
+            }
+            if let Some(ds) = &spec.delay_schedule {
+                for (j, st) in ds.get_ref().iter().enumerate() {
+                    self.within(
+                        Some(ds.span()),
+                        &key(&format!("delay_schedule[{j}].delay")),
+                        st.delay,
+                        delay,
+                    )?;
+                }
+            }
+            let at = |k: &str| self.key_span(span.clone(), "", k);
+            self.queue_within(at("queue"), &key("queue"), spec.queue)?;
+            self.within(at("jitter"), &key("jitter"), spec.jitter, delay)?;
+            self.within(
+                at("mahimahi_opportunity"),
+                &key("mahimahi_opportunity"),
+                spec.mahimahi_opportunity.get(),
+                OPPORTUNITY,
+            )?;
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let key = |k: &str| format!("flow[{i}].{k}");
+            let spec = f.get_ref();
+            let span = Some(f.span());
+            if spec.start >= self.duration {
+                return Err(self.error(
+                    self.key_span(span.clone(), "", "start"),
+                    &key("start"),
+                    format!(
+                        "start ({}) is not before the end of the run (duration = {}): the flow would never run",
+                        spec.start, self.duration
+                    ),
+                ));
+            }
+            if let Some(e) = &spec.encoder {
+                let enc = e.get_ref();
+                let espan = Some(e.span());
+                let at = |k: &str| self.key_span(espan.clone(), "", k);
+                self.within(at("gop"), &key("encoder.gop"), enc.gop, (0, MAX_GOP))?;
+                for (name, v, range) in [
+                    ("i_frame_factor", enc.i_frame_factor, I_FRAME_FACTOR),
+                    ("size_variability", enc.size_variability, SIZE_VARIABILITY),
+                ] {
+                    if !v.is_finite() {
+                        return Err(self.error(
+                            at(name),
+                            &key(&format!("encoder.{name}")),
+                            format!("{v} is not a finite number"),
+                        ));
+                    }
+                    self.within(at(name), &key(&format!("encoder.{name}")), v, range)?;
+                }
+                self.within(
+                    at("reaction_delay"),
+                    &key("encoder.reaction_delay"),
+                    enc.reaction_delay,
+                    timer,
+                )?;
+                self.within(
+                    at("min_bitrate"),
+                    &key("encoder.min_bitrate"),
+                    enc.min_bitrate,
+                    any_rate,
+                )?;
+                self.within(
+                    at("max_bitrate"),
+                    &key("encoder.max_bitrate"),
+                    enc.max_bitrate,
+                    positive_rate,
+                )?;
+                if let Some(r) = enc.start_bitrate {
+                    self.within(
+                        at("start_bitrate"),
+                        &key("encoder.start_bitrate"),
+                        r,
+                        any_rate,
+                    )?;
+                }
+                if let Some(r) = enc.layer_rate {
+                    self.within(
+                        at("layer_rate"),
+                        &key("encoder.layer_rate"),
+                        r,
+                        positive_rate,
+                    )?;
+                }
+            }
+            if let Some(fi) = &spec.feedback_interval {
+                self.within(
+                    Some(fi.span()),
+                    &key("feedback_interval"),
+                    *fi.get_ref(),
+                    FEEDBACK_INTERVAL,
+                )?;
+            }
+            for (name, v) in [
+                ("bitrate", &spec.bitrate),
+                ("rate", &spec.rate),
+                ("max_total_bitrate", &spec.max_total_bitrate),
+            ] {
+                if let Some(r) = v {
+                    self.within(Some(r.span()), &key(name), *r.get_ref(), positive_rate)?;
+                }
+            }
+            for (name, v) in [
+                ("playout_delay", &spec.playout_delay),
+                ("max_ack_delay", &spec.max_ack_delay),
+                ("retransmit_buffer", &spec.retransmit_buffer),
+                ("max_wait", &spec.max_wait),
+            ] {
+                if let Some(d) = v {
+                    self.within(Some(d.span()), &key(name), *d.get_ref(), timer)?;
+                }
+            }
+            for (name, v) in [
+                ("queue_time_limit", &spec.queue_time_limit),
+                ("frame_drop_queue_time", &spec.frame_drop_queue_time),
+            ] {
+                if let Some(l) = v {
+                    if let TimeLimitSpec::Time(d) = *l.get_ref() {
+                        self.within(Some(l.span()), &key(name), d, timer)?;
+                    }
+                }
+            }
+            if let Some(d) = &spec.access_delay {
+                self.within(Some(d.span()), &key("access_delay"), *d.get_ref(), delay)?;
+            }
+            if let Some(n) = &spec.ack_eliciting_threshold {
+                self.within(
+                    Some(n.span()),
+                    &key("ack_eliciting_threshold"),
+                    *n.get_ref(),
+                    ACK_ELICITING,
+                )?;
+            }
+            if let Some(n) = &spec.initial_cwnd {
+                self.within(
+                    Some(n.span()),
+                    &key("initial_cwnd"),
+                    *n.get_ref(),
+                    INITIAL_CWND,
+                )?;
+            }
+            if let Some(n) = &spec.rwnd {
+                self.within(Some(n.span()), &key("rwnd"), *n.get_ref(), RWND)?;
+            }
+            if let Some(d) = &spec.min_rto {
+                self.within(Some(d.span()), &key("min_rto"), *d.get_ref(), MIN_RTO)?;
+            }
+            if let Some(o) = &spec.on_off {
+                let v = o.get_ref();
+                for (name, d) in [("on_off.on", v.on), ("on_off.off", v.off)] {
+                    self.within(
+                        Some(o.span()),
+                        &key(name),
+                        d,
+                        (Duration::ZERO, MAX_DURATION),
+                    )?;
+                }
+            }
         }
         Ok(())
     }

@@ -364,6 +364,13 @@ impl World {
         Ok(())
     }
 
+    /// Close the output files (already flushed by [`World::run`]).
+    pub(crate) fn close_sinks(&mut self) {
+        self.sinks.timeseries = None;
+        self.sinks.frames = None;
+        self.sinks.cc_trace = None;
+    }
+
     /// Number of events processed.
     pub(crate) fn events(&self) -> u64 {
         self.queue.processed()
