@@ -765,8 +765,9 @@ CASES: tuple[Case, ...] = (
         "Cellular: varying network load (recorded 4G trace)",
         _cellular("traces/lumos5g/4G/4g_trace_walking_50093_a", "40ms"),
         "approximation: the RFC simulates an LTE cell with a varying number of users; here "
-        "the Lumos5G 4G walking trace 50093_a (mean 7.6 Mbps, the load of other users "
-        "shows as its variation) is the bottleneck, 40 ms one-way, 300 ms queue",
+        "the first 120 s of the Lumos5G 4G walking trace 50093_a (mean 2.3 Mbps, 0-5 Mbps; "
+        "the load of other users shows as its variation) is the bottleneck, 40 ms one-way, "
+        "300 ms queue",
         approximate=True,
     ),
     Case(
@@ -777,8 +778,8 @@ CASES: tuple[Case, ...] = (
             "traces/norway-hsdpa/bus.ljansbakken-oslo-report.2010-09-28_1407CEST.log", "40ms"
         ),
         "approximation: the RFC simulates an LTE user at the cell edge; here a 3G/HSDPA "
-        "bus ride in Oslo (about 1 Mbps, deep fades) is the bottleneck, 40 ms one-way, "
-        "300 ms queue",
+        "bus ride in Oslo (first 120 s: mean 2.2 Mbps, 1.4-4.1 Mbps) is the bottleneck, "
+        "40 ms one-way, 300 ms queue",
         approximate=True,
         quick=True,
     ),
