@@ -156,7 +156,13 @@ def test_quick_suite_writes_its_report(
         for cc in ("gcc", "bbr"):
             (run,) = metrics["cases"][case_id][cc]
             assert run["rate_kbps"] > 0, (case_id, cc)
-            assert (folder / "runs" / case_id.replace(".", "-") / cc / "seed-1").is_dir()
+            run_dir = folder / "runs" / case_id.replace(".", "-") / cc / "seed-1"
+            assert (run_dir / "summary.json").is_file()
+            # The scenario written beside the run replays it exactly.
+            if case_id == "5.1" and cc == "gcc":
+                again = rtcc.run(run_dir / "scenario.toml", seed=1)
+                first = json.loads((run_dir / "summary.json").read_text())
+                assert again.summary["flows"] == first["flows"]
     assert "report:" in capsys.readouterr().out
 
 

@@ -7,7 +7,9 @@ every controller and seed, computes RFC 8868's metrics of each run
 self-contained page: the cases, the choices each makes, a table of the
 metrics per controller and the media flows' rates over time),
 ``results.md`` (the tables in Markdown) and ``metrics.json`` (every run's
-numbers); each run's own files go under ``runs/<case>/<cc>/seed-<n>/``.
+numbers); each run's own files go under ``runs/<case>/<cc>/seed-<n>/``,
+with the scenario it ran (``scenario.toml``, replayed by ``rtcc run
+scenario.toml --seed <n>``).
 docs/suites.md describes the cases, the choices and the metrics.
 
 ``quick=True`` runs the cases marked quick with every time of their
@@ -25,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 from rtcc.suite.cases import CASES, MEDIA_CONTROLLERS, SUITES, Case, Plan
 from rtcc.suite.metrics import METRICS, run_metrics
@@ -197,6 +201,10 @@ def run_suite(
 
     def one(job: tuple[CaseResult, str, int, Plan, Path]) -> dict[str, Any]:
         _cr, _cc, seed, plan, d = job
+        # The scenario beside its outputs: `rtcc run scenario.toml --seed N`
+        # replays the run.
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "scenario.toml").write_text(tomli_w.dumps(plan.scenario))
         result = run(plan.scenario, seed=seed, out=d)
         m = run_metrics(result, plan, scale=scale)
         m["seed"] = seed
