@@ -179,3 +179,49 @@ def test_bad_controller_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err.strip()
     assert err.startswith("rtcc: error: --cc: unknown controller 'nope'")
     assert "\n" not in err
+
+
+def test_short_tcp_flows_follow_rfc8868() -> None:
+    # RFC 8867 §5.7 with RFC 8868 §5.2's model: ten sequences of 30-50 KB
+    # downloads, exponential idle times of mean 10 s, two starting at 0 s.
+    case = next(c for c in CASES if c.id == "5.7")
+    assert case.build is not None
+    flows = case.build("gcc", 1.0, 3).scenario["flow"]
+    downloads = [f for f in flows if f["kind"] == "tcp"]
+    sizes = [int(f["size"].removesuffix("B")) for f in downloads]
+    assert all(30_000 <= s <= 50_000 for s in sizes)
+    starts = [int(f["start"].removesuffix("ms")) / 1000 for f in downloads]
+    assert sum(1 for f, t in zip(downloads, starts, strict=True) if t == 0.0) == 2
+    # 300 s at one download per ~10 s per sequence: about 300 in all.
+    assert 200 < len(downloads) < 400
+    assert all(t < 299 for t in starts)
+    # Drawn from the seed: the same seed, the same downloads; another, others.
+    assert case.build("gcc", 1.0, 3).scenario["flow"] == flows
+    assert case.build("gcc", 1.0, 4).scenario["flow"] != flows
+
+
+def test_paused_flow_is_silent_in_5_8() -> None:
+    # RFC 8867 §5.8 at a quarter of its timeline: the second flow pauses
+    # from 10 to 15 s and comes back.
+    import polars as pl
+
+    case = next(c for c in CASES if c.id == "5.8")
+    assert case.build is not None
+    plan = case.build("gcc", 0.25, 1)
+    result = rtcc.run(plan.scenario, seed=1)
+    ts = result.timeseries
+
+    def mean(flow: str, a: float, b: float) -> float:
+        rows = ts.filter(
+            (pl.col("flow") == flow) & (pl.col("time_s") >= a) & (pl.col("time_s") < b)
+        )
+        return float(rows["goodput_kbps"].mean())  # type: ignore[arg-type]
+
+    assert mean("media2", 10.5, 15.0) == 0.0
+    assert mean("media2", 20.0, 29.0) > 500.0
+    # It resumes with a key frame, the frame ids running on without a gap.
+    frames = result.frames.filter(pl.col("flow") == "media2").sort("frame_id")
+    after = frames.filter(pl.col("capture_ms") >= 15000.0).row(0, named=True)
+    before = frames.filter(pl.col("capture_ms") < 10000.0).row(-1, named=True)
+    assert after["type"] == "I"
+    assert after["frame_id"] == before["frame_id"] + 1
