@@ -117,6 +117,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_report_command(commands)
     _add_reproduce_command(commands)
     _add_topology_command(commands)
+    _add_suite_command(commands)
     return parser
 
 
@@ -166,6 +167,75 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     )
     console.print(f"written to {md}")
     return 0
+
+
+def _add_suite_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    from rtcc.suite import DEFAULT_CONTROLLERS, QUICK_CONTROLLERS
+    from rtcc.suite.cases import SUITES
+
+    suite = commands.add_parser(
+        "suite",
+        help="run a standard evaluation suite (RFC 8867, RFC 8869) for some controllers",
+        description="Run the test cases of RFC 8867 (wired) or RFC 8869 (wireless) for each "
+        "controller and seed, compute RFC 8868's metrics and write SUITE/report.html and "
+        "SUITE/results.md under --out (docs/suites.md).",
+    )
+    suite.add_argument("suite", choices=SUITES, metavar="SUITE", help=" or ".join(SUITES))
+    suite.add_argument(
+        "--cc",
+        metavar="LIST",
+        help="comma-separated media controllers (default "
+        f"{','.join(DEFAULT_CONTROLLERS)}; with --quick {','.join(QUICK_CONTROLLERS)})",
+    )
+    suite.add_argument(
+        "--quick",
+        action="store_true",
+        help="the quick cases only, their timelines shortened to a quarter (for tests)",
+    )
+    suite.add_argument("--seeds", type=int, default=1, metavar="N", help="seeds 1..N (default 1)")
+    suite.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/suites"),
+        metavar="DIR",
+        help="output folder; the suite writes DIR/SUITE/ (default results/suites)",
+    )
+    suite.add_argument(
+        "--workers", type=int, metavar="N", help="runs at once (default: the number of CPUs)"
+    )
+
+    def cmd(args: argparse.Namespace) -> int:
+        from rtcc.suite import SuiteError, run_suite
+
+        console = Console(stderr=True)
+
+        def progress(done: int, total: int, label: str) -> None:
+            console.print(f"[{done}/{total}] {label}", highlight=False)
+
+        parts = ["rtcc suite", args.suite]
+        if args.cc:
+            parts += ["--cc", args.cc]
+        if args.quick:
+            parts.append("--quick")
+        parts += ["--seeds", str(args.seeds), "--out", str(args.out)]
+        try:
+            res = run_suite(
+                args.suite,
+                ccs=args.cc,
+                quick=args.quick,
+                seeds=args.seeds,
+                out=args.out,
+                workers=args.workers,
+                progress=progress,
+                command=" ".join(parts),
+            )
+        except SuiteError as e:
+            _fail(2, str(e))
+        print(res.markdown.read_text())
+        print(f"report: {res.report}")
+        return 0
+
+    suite.set_defaults(func=cmd)
 
 
 def _add_topology_command(commands: argparse._SubParsersAction[_Parser]) -> None:

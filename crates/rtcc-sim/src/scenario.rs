@@ -717,6 +717,15 @@ pub struct FlowSpec {
     pub min_rto: Option<Spanned<Duration>>,
     /// tcp: appropriate-byte-counting limit L in segments (default 1, RFC 5681 §3.1).
     pub abc_limit: Option<Spanned<u32>>,
+    /// media: windows `[start, end)` during which the encoder captures
+    /// nothing (media pause and resume, RFC 8867 §5.8); the first frame
+    /// after a pause is a key frame. Checked in `build` (media flows only;
+    /// windows non-empty, sorted, apart, inside the flow's active time).
+    pub pause: Option<Spanned<Vec<(Duration, Duration)>>>,
+    /// tcp: payload to send, a download of this size after which the flow
+    /// sends nothing more (default: unlimited, a bulk flow). Checked in
+    /// `build` (only tcp flows, > 0).
+    pub size: Option<Spanned<Bytes>>,
     /// Dumbbell: this flow's access-link delay (both sides), overriding the topology's.
     pub access_delay: Option<Spanned<Duration>>,
     /// tcp, udp-cbr: which way the data goes (default forward).

@@ -33,6 +33,7 @@ use rtcc_core::session::multipath::{MultipathReceiverConfig, MultipathSenderConf
 use rtcc_core::session::receiver::ReceiverConfig;
 use rtcc_core::session::sender::SenderConfig;
 use rtcc_core::{Bitrate, Bytes, Duration};
+use toml::Spanned;
 
 use super::DEFAULT_SCHEDULER;
 use crate::cc_config::cc_config;
@@ -279,6 +280,27 @@ impl World {
         capacity: Bitrate,
     ) -> Result<FlowSetup, ScenarioError> {
         let key = |k: &str| format!("flow[{i}].{k}");
+        if let Some(size) = &f.size {
+            // `size` is checked here, not in `Scenario::validate`: a download
+            // of a given size is a tcp flow's only (RFC 8868 §5.2's short
+            // TCP flows, `rtcc suite rfc8867` case 5.7).
+            if *f.kind.get_ref() != FlowKind::Tcp {
+                return Err(sc.error(
+                    Some(size.span()),
+                    &key("size"),
+                    format!(
+                        "only applies to flows of kind tcp (this flow is {})",
+                        f.kind.get_ref().as_str()
+                    ),
+                ));
+            }
+            if size.get_ref().get() == 0 {
+                return Err(sc.error(Some(size.span()), &key("size"), "must be > 0"));
+            }
+        }
+        if let Some(pause) = &f.pause {
+            check_pauses(sc, i, f, pause)?;
+        }
         Ok(match *f.kind.get_ref() {
             FlowKind::Live => FlowSetup::Live(Box::new(live::live_setup(sc, i, f, capacity)?)),
             FlowKind::Media => {
@@ -417,6 +439,7 @@ impl World {
                 if let Some(l) = &f.abc_limit {
                     c.abc_limit_segments = *l.get_ref();
                 }
+                c.data_limit = f.size.as_ref().map(|s| *s.get_ref());
                 c.variant = match f.cc.as_ref().map(|c| c.get_ref().as_str()) {
                     Some("reno") => TcpVariant::Reno,
                     Some("tahoe") => TcpVariant::Tahoe,
@@ -443,6 +466,43 @@ impl World {
             },
         })
     }
+}
+
+/// Checks a flow's `pause` windows: a media flow's only, each non-empty,
+/// sorted and apart, inside `[start, stop)` (checked here, not in
+/// `Scenario::validate`, as `size` is).
+fn check_pauses(
+    sc: &Scenario,
+    i: usize,
+    f: &FlowSpec,
+    pause: &Spanned<Vec<(Duration, Duration)>>,
+) -> Result<(), ScenarioError> {
+    let err = |m: String| sc.error(Some(pause.span()), &format!("flow[{i}].pause"), m);
+    if *f.kind.get_ref() != FlowKind::Media {
+        return Err(err(format!(
+            "only applies to flows of kind media (this flow is {})",
+            f.kind.get_ref().as_str()
+        )));
+    }
+    let stop = f.stop.as_ref().map_or(sc.duration, |s| *s.get_ref());
+    let mut last_end = f.start;
+    for &(a, b) in pause.get_ref() {
+        if b <= a {
+            return Err(err(format!("window [{a}, {b}) is empty")));
+        }
+        if a < last_end {
+            return Err(err(format!(
+                "window [{a}, {b}) starts before the flow starts or the previous window ends"
+            )));
+        }
+        if b > stop {
+            return Err(err(format!(
+                "window [{a}, {b}) ends after the flow stops ({stop})"
+            )));
+        }
+        last_end = b;
+    }
+    Ok(())
 }
 
 /// A TFRC flow's setup: `packet_size` (wire bytes, default

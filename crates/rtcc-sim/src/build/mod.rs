@@ -377,6 +377,12 @@ impl World {
                 rng_seed: seed,
                 rng_id: FLOW_RNG + i as u64,
                 svc: None,
+                pauses: spec.pause.as_ref().map_or_else(Vec::new, |w| {
+                    w.get_ref()
+                        .iter()
+                        .map(|&(a, b)| (Instant::ZERO + a, Instant::ZERO + b))
+                        .collect()
+                }),
             });
         }
         let mut uses = vec![0u32; links.len()];

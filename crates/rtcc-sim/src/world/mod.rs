@@ -201,6 +201,8 @@ pub(crate) struct Flow {
     pub(crate) rng_id: u64,
     /// A layered (svc) media flow's per-layer counters.
     pub(crate) svc: Option<Box<SvcFlow>>,
+    /// A media flow's pauses `[start, end)` (`pause`), sorted and apart.
+    pub(crate) pauses: Vec<(Instant, Instant)>,
 }
 
 /// The values a sample reads of a TCP or CBR flow's endpoints, captured as

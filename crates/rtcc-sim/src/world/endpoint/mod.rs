@@ -268,7 +268,7 @@ fn flow_encoder(
     io_error: &mut Option<std::io::Error>,
 ) -> Option<SimEncoder> {
     let rng = rng::stream(f.rng_seed, f.rng_id);
-    SimEncoder::new(now, encoder, kind, rng)
+    SimEncoder::new(now, encoder, kind, rng, f.pauses.clone())
         .map_err(|e| {
             *io_error = Some(std::io::Error::other(format!(
                 "encoder of flow {}: {e}",
