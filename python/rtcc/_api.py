@@ -210,6 +210,8 @@ def _to_toml(scenario: Mapping[str, Any]) -> str:
     """Serialise a dict scenario, naming what TOML cannot hold."""
     try:
         return _explicit_tables(tomli_w.dumps(_coerce_table(scenario)))
+    except ScenarioError:
+        raise
     except (TypeError, ValueError) as e:
         raise ScenarioError(f"{DICT_ORIGIN}: cannot be written as TOML: {e}") from e
 
@@ -248,21 +250,41 @@ def _explicit_tables(text: str) -> str:
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
-def _coerce_table(table: Mapping[Any, object]) -> dict[str, object]:
-    return {str(k): _coerce(v) for k, v in table.items()}
+def _coerce_table(table: Mapping[Any, object], path: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in table.items():
+        key = _text(str(k), path or "<top level>", what="key")
+        out[key] = _coerce(v, f"{path}.{key}" if path else key)
+    return out
 
 
-def _coerce(value: object) -> object:
+def _coerce(value: object, path: str = "") -> object:
     """Turn Python conveniences into the strings scenarios use."""
     if isinstance(value, Mapping):
-        return _coerce_table(value)
+        return _coerce_table(value, path)
     if isinstance(value, list | tuple):
-        return [_coerce(v) for v in value]
+        return [_coerce(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return _text(os.fspath(value), path)
     if isinstance(value, timedelta):
         # Whole microseconds are exact: timedelta's resolution is 1 µs.
         return f"{value // timedelta(microseconds=1)}us"
+    if isinstance(value, str):
+        return _text(value, path)
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        # TOML integers are 64-bit signed.
+        raise ScenarioError(f"{DICT_ORIGIN}: key `{path}`: {value} does not fit a 64-bit integer")
+    return value
+
+
+def _text(value: str, path: str, *, what: str = "value") -> str:
+    """A string TOML can hold: valid Unicode (no lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ScenarioError(
+            f"{DICT_ORIGIN}: key `{path}`: {what} {value!a} is not valid Unicode (a lone surrogate)"
+        ) from None
     return value
 
 

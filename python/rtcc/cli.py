@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import rich.markup
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -136,7 +137,10 @@ def _add_reproduce_command(commands: argparse._SubParsersAction[_Parser]) -> Non
         "--papers", type=Path, default=Path("scenarios/papers"), metavar="DIR", help="papers folder"
     )
     rep.add_argument(
-        "--workers", type=int, metavar="N", help="runs at once (default: the number of CPUs)"
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="runs at once (default: the number of CPUs)",
     )
     rep.set_defaults(func=_cmd_reproduce)
 
@@ -201,7 +205,10 @@ def _add_suite_command(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="output folder; the suite writes DIR/SUITE/ (default results/suites)",
     )
     suite.add_argument(
-        "--workers", type=int, metavar="N", help="runs at once (default: the number of CPUs)"
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="runs at once (default: the number of CPUs)",
     )
 
     def cmd(args: argparse.Namespace) -> int:
@@ -753,7 +760,7 @@ def _print_stats(console: Console, title: str, stats: Mapping[str, Any]) -> None
 
 
 def _print_summary(console: Console, summary: Mapping[str, Any]) -> None:
-    flows = Table(title=f"{summary.get('scenario', '')}: flows", title_justify="left")
+    flows = Table(title=f"{_safe(str(summary.get('scenario', '')))}: flows", title_justify="left")
     for header in ("flow", "kind", "cc"):
         flows.add_column(header)
     for header in (
@@ -771,9 +778,9 @@ def _print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         delay = flow.get("frame_delay_ms") or {}
         owd = flow.get("owd_ms") or {}
         flows.add_row(
-            str(flow.get("name", "")),
-            str(flow.get("kind", "")),
-            str(flow.get("cc", "")),
+            _safe(str(flow.get("name", ""))),
+            _safe(str(flow.get("kind", ""))),
+            _safe(str(flow.get("cc", ""))),
             _fmt(flow.get("media_bitrate_kbps"), "{:.1f}"),
             _fmt(flow.get("goodput_kbps"), "{:.1f}"),
             _fmt(delay.get("mean"), "{:.1f}"),
@@ -793,7 +800,7 @@ def _print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         for link in summary["links"]:
             queue = link.get("queue_delay_ms") or {}
             links.add_row(
-                str(link.get("name", "")),
+                _safe(str(link.get("name", ""))),
                 _fmt(queue.get("mean"), "{:.1f}"),
                 _fmt(queue.get("p95"), "{:.1f}"),
                 _fmt(link.get("drops"), "{}"),
@@ -803,6 +810,16 @@ def _print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     jain = (summary.get("fairness") or {}).get("jain")
     if jain is not None:
         console.print(f"Jain fairness index: {_fmt(jain, '{:.3f}')}")
+
+
+def _safe(text: str) -> str:
+    """A name from a scenario, fit for the terminal.
+
+    Control characters (a terminal escape sequence in a flow name) are shown
+    escaped, as Python writes them, and rich's markup is taken literally.
+    """
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return rich.markup.escape(shown)
 
 
 def _fmt(value: object, spec: str) -> str:
@@ -815,7 +832,9 @@ def _percent(ratio: object) -> float | None:
 
 
 def _fail(code: int, message: str, *, prefix: str = "rtcc: error: ") -> NoReturn:
-    # One line, whatever the message holds (DESIGN.md §4.3).
+    # One line, whatever the message holds (DESIGN.md §4.3), and no control
+    # characters a scenario's names could carry to the terminal.
     line = " ".join(message.split())
+    line = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
     print(f"{prefix}{line}", file=sys.stderr)
     raise SystemExit(code)

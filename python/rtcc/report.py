@@ -59,6 +59,14 @@ class ReportError(ValueError):
     """
 
 
+#: The columns a report reads from each file; a file without them is not one
+#: rtcc wrote.
+_REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "timeseries.csv": ("time_s", "flow", "goodput_kbps"),
+    "frames.csv": ("flow", "frame_id", "delay_ms"),
+}
+
+
 def load_run(directory: str | os.PathLike[str]) -> Result:
     """Open a run directory written by ``rtcc run`` or ``rtcc recv --out``.
 
@@ -99,9 +107,14 @@ def load_run(directory: str | os.PathLike[str]) -> Result:
         if not path.is_file():
             raise ReportError(f"{path}: missing")
         try:
-            _ = result.timeseries if name == "timeseries.csv" else result.frames
+            table = result.timeseries if name == "timeseries.csv" else result.frames
         except (OSError, pl.exceptions.PolarsError) as e:
             raise ReportError(f"{path}: cannot be read: {type(e).__name__}: {e}") from e
+        missing = [c for c in _REQUIRED_COLUMNS[name] if c not in table.columns]
+        if missing:
+            raise ReportError(
+                f"{path}: not an rtcc {name} (no column {', '.join(map(repr, missing))})"
+            )
     # Optional: written by `rtcc run --cc-trace`.
     trace_path = d / "cc_trace.csv"
     if trace_path.exists():
@@ -141,11 +154,32 @@ def report(
         raise ReportError("no run directory given")
     results = [load_run(p) for p in paths]
 
-    page = render_html(results)
+    try:
+        page = render_html(results)
+    except (KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError) as e:
+        # The files parsed but do not have the shape rtcc writes (a hand-edited
+        # summary.json, a CSV with the right headers and wrong cells).
+        where = ", ".join(str(r.out_dir) for r in results)
+        raise ReportError(f"{where}: not the shape of an rtcc run ({type(e).__name__}: {e})") from e
     out_path = Path(out)
+    # Checked before anything is written: a bad --png must not leave a page.
+    if png_dir is not None:
+        png_path = Path(png_dir)
+        if png_path.exists() and not png_path.is_dir():
+            raise ReportError(f"{png_path}: cannot write figures: not a directory")
+        try:
+            png_path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ReportError(f"{png_path}: cannot write figures: {e.strerror or e}") from e
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(page, encoding="utf-8")
+        # Written beside and renamed: a failure never leaves half a page.
+        partial = out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
+        try:
+            partial.write_text(page, encoding="utf-8")
+            os.replace(partial, out_path)
+        finally:
+            partial.unlink(missing_ok=True)
     except OSError as e:
         raise ReportError(f"{out_path}: cannot be written: {e.strerror or e}") from e
 

@@ -1124,10 +1124,18 @@ impl Scenario {
         name: &str,
     ) -> Option<std::ops::Range<usize>> {
         let text = &self.origin.text;
-        let (mut from, to) = match &within {
+        let (mut from, mut to) = match &within {
             Some(r) => (r.start.min(text.len()), r.end.min(text.len())),
             None => (0, text.len()),
         };
+        if within.is_some() {
+            // The span of an array-of-tables entry (`[[link]]`) may cover
+            // its header only: its keys run to the next header.
+            let body_end = text[from..]
+                .find("\n[")
+                .map_or(text.len(), |i| from + i + 1);
+            to = to.max(body_end);
+        }
         if within.is_none() && !table.is_empty() {
             // A top-level table: look after its header.
             if let Some(h) = text.find(&format!("[{table}]")) {

@@ -210,6 +210,10 @@ def run_suite(
         m["seed"] = seed
         return m
 
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
+        raise TypeError(f"workers must be an int, not {type(workers).__name__}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     n = workers if workers is not None else (os.cpu_count() or 1)
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
