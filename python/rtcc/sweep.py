@@ -426,6 +426,11 @@ def _probe_fields(
                 for name, value in params.items():
                     _assign(scenario, name, value, origin)
                 scenario["duration"] = "1ms"
+                # Every flow must start within that millisecond to be valid.
+                for flow in scenario.get("flow", []):
+                    if isinstance(flow, dict):
+                        for timing in ("start", "stop", "start_jitter", "pause"):
+                            flow.pop(timing, None)
                 text = _dumps(scenario)
                 if text in tried:
                     continue

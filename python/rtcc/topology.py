@@ -93,6 +93,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -464,7 +465,8 @@ def peers_scenario(
             greedy RFC 5348 source of 1000 B packets, as ns-2's TFRC agent;
             ``cc`` is then ignored).
         duration: The scenario's duration.
-        start_spread_ms: Flows start at seeded times in ``[0, start_spread_ms)``.
+        start_spread_ms: Flows start at seeded times in ``[0, start_spread_ms)``,
+            the spread cut to half the duration so every flow runs.
         start_jitter_ms: When positive, each flow's ``start_jitter``: the run
             adds a delay in ``[0, start_jitter_ms)`` drawn from its seed.
         seed: Seeds the start times and is the scenario's own seed.
@@ -490,6 +492,8 @@ def peers_scenario(
         raise ValueError(f"peers {missing} are unreachable from router {server}")
     access = f"server-n{server}"
     starts = random.Random(f"brite/{seed}/starts")
+    # A flow that starts after the end is an error of the scenario.
+    start_spread_ms = min(start_spread_ms, _duration_ms(duration) // 2)
 
     shown = ", ".join(f"n{p}" for p in peers)
     header = [
@@ -535,3 +539,14 @@ def peers_scenario(
                 lines.append(f"encoder = {_ENCODER}")
         lines.append("")
     return "\n".join(lines)
+
+
+_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "min": 6e4, "h": 3.6e6}
+
+
+def _duration_ms(text: str) -> int:
+    """Whole milliseconds of a scenario duration (``"300s"``, ``"2min"``)."""
+    match = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*(ns|us|ms|s|min|h)\s*", text)
+    if match is None:
+        raise ValueError(f'not a duration: {text!r} (e.g. "300s")')
+    return int(float(match.group(1)) * _UNIT_MS[match.group(2)])

@@ -1216,7 +1216,7 @@ impl Scenario {
             self.key_span(None, "output", "sample_interval"),
             "output.sample_interval",
             self.output.sample_interval,
-            (MIN_SAMPLE_INTERVAL, self.duration.max(MIN_SAMPLE_INTERVAL)),
+            (MIN_SAMPLE_INTERVAL, MAX_DURATION),
         )?;
         let t = &self.topology;
         let at = |k: &str| self.key_span(None, "topology", k);
