@@ -118,16 +118,21 @@ pub struct OpenNetLabTrace {
 /// Loads a trace file as a rate model. For OpenNetLab files only the capacity is
 /// used; see [`load_opennetlab`] for their loss and delay.
 pub fn load_trace(path: &Path, format: TraceFormat) -> Result<RateModel, TraceError> {
-    let text = read(path)?;
+    parse_trace(path, &read(path)?, format)
+}
+
+/// Parses the text of a trace file as [`load_trace`] does once it has read
+/// it; `path` only names the trace in errors.
+pub fn parse_trace(path: &Path, text: &str, format: TraceFormat) -> Result<RateModel, TraceError> {
     match format {
         TraceFormat::Mahimahi => {
-            parse_mahimahi(path, &text).map(|t| RateModel::Mahimahi(Arc::new(t)))
+            parse_mahimahi(path, text).map(|t| RateModel::Mahimahi(Arc::new(t)))
         }
         TraceFormat::Throughput => {
-            parse_throughput(path, &text).map(|s| RateModel::Schedule(Arc::new(s)))
+            parse_throughput(path, text).map(|s| RateModel::Schedule(Arc::new(s)))
         }
         TraceFormat::OpenNetLab => {
-            parse_opennetlab(path, &text).map(|t| RateModel::Schedule(t.rate))
+            parse_opennetlab(path, text).map(|t| RateModel::Schedule(t.rate))
         }
     }
 }
@@ -431,7 +436,9 @@ fn entry_field_line(text: &str, direction: &str, index: usize, field: &str) -> O
     None
 }
 
-pub(crate) fn parse_opennetlab(path: &Path, text: &str) -> Result<OpenNetLabTrace, TraceError> {
+/// Parses the text of an OpenNetLab trace as [`load_opennetlab`] does once it
+/// has read it; `path` only names the trace in errors.
+pub fn parse_opennetlab(path: &Path, text: &str) -> Result<OpenNetLabTrace, TraceError> {
     let file: OnlFile = serde_json::from_str(text).map_err(|e| {
         let line = e.line();
         let line_text = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
