@@ -297,7 +297,16 @@ pub enum MahimahiError {
     /// The last timestamp is 0, so the loop period would be zero.
     #[error("the trace must last a non-zero time (last timestamp is 0 ms)")]
     ZeroPeriod,
+    /// The last timestamp is beyond [`MAX_MAHIMAHI_MS`].
+    #[error("last timestamp {0} ms is beyond {MAX_MAHIMAHI_MS} ms (146 years)")]
+    TooLong(u64),
 }
+
+/// Largest mahimahi timestamp (ms): a loop period of a quarter of the `u64`
+/// nanosecond clock, 146 years, so that the opportunity instants of the next
+/// loops (`base + at`) stay representable at any simulated time up to a
+/// century. mm-link reads any `uint64_t`; real traces last minutes.
+pub const MAX_MAHIMAHI_MS: u64 = u64::MAX / 4 / NS_PER_MS;
 
 /// A mahimahi link trace: the millisecond instants of delivery opportunities.
 ///
@@ -339,6 +348,9 @@ impl MahimahiTrace {
         }
         if last == 0 {
             return Err(MahimahiError::ZeroPeriod);
+        }
+        if last > MAX_MAHIMAHI_MS {
+            return Err(MahimahiError::TooLong(last));
         }
         let at_ns = timestamps_ms
             .iter()

@@ -916,6 +916,41 @@ fn malformed_traces_name_file_line_and_text() {
     assert!(e.contains("/nonexistent/trace.log"), "{e}");
 }
 
+#[test]
+fn traces_longer_than_the_clock_allows_are_errors() {
+    // Found by the trace fuzz targets. A mahimahi timestamp of 384 years
+    // made the link's next-loop instant (`base + at`) overflow u64
+    // nanoseconds on the first wrap; a throughput log whose times saturate
+    // to u64::MAX ns overflowed its loop period `last - first + median`.
+    let path = Path::new("long");
+    let e = parse_trace(path, "12111211222222\n", TraceFormat::Mahimahi).unwrap_err();
+    assert!(e.to_string().contains("146 years"), "{e}");
+    let e = parse_trace(
+        path,
+        "0 1\n1 1\n555555555555555555555 0.3\n",
+        TraceFormat::Throughput,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("too long"), "{e}");
+    // The longest mahimahi trace allowed serves packets across its wrap.
+    let last = rate::MAX_MAHIMAHI_MS;
+    let text = format!("{}\n{last}\n", last / 2);
+    let rate = parse_trace(path, &text, TraceFormat::Mahimahi).unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    for t in [0, 1, last / 2 * 1_000_000 + 1] {
+        assert!(matches!(
+            link.transmit(Instant::from_nanos(t), Bytes::new(1500)),
+            LinkOutcome::Delivered { .. }
+        ));
+    }
+}
+
 // ---------------------------------------------------------------- determinism
 
 #[test]

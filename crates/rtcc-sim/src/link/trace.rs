@@ -153,6 +153,11 @@ pub fn load_opennetlab(path: &Path) -> Result<OpenNetLabTrace, TraceError> {
     parse_opennetlab(path, &text)
 }
 
+/// Longest loop period of a throughput trace: a quarter of the `u64`
+/// nanosecond clock (146 years), so that instants a few periods ahead of any
+/// simulated time stay representable. A real log is hours long.
+const MAX_PERIOD_NS: u64 = u64::MAX / 4;
+
 fn read(path: &Path) -> Result<String, TraceError> {
     std::fs::read_to_string(path).map_err(|source| TraceError::Io {
         path: path.to_path_buf(),
@@ -325,7 +330,21 @@ pub(crate) fn parse_throughput(path: &Path, text: &str) -> Result<RateSchedule, 
         return Err(file_err(path, "two samples are less than 1 ns apart"));
     }
     let last = samples[samples.len() - 1].0;
-    let period = Duration::from_nanos(last - t0 + median);
+    // Times past u64 nanoseconds (585 years) saturate in `from_secs_f64`;
+    // the loop must also fit.
+    let period = (last - t0)
+        .checked_add(median)
+        .filter(|&p| p <= MAX_PERIOD_NS)
+        .map(Duration::from_nanos)
+        .ok_or_else(|| {
+            file_err(
+                path,
+                format!(
+                    "the trace is too long: its loop must last at most {} s",
+                    MAX_PERIOD_NS / 1_000_000_000
+                ),
+            )
+        })?;
     let steps = samples
         .iter()
         .map(|&(t, r)| (Duration::from_nanos(t - t0), r))
