@@ -482,7 +482,10 @@ impl Server {
                 let trace: &MahimahiTrace = trace;
                 // The opportunity that completed the previous packet is still to
                 // come: its leftover bytes serve this packet (mm-link shares it).
-                let busy = *used && *base + trace.at_ns[*idx] > now;
+                // Instants saturate at u64::MAX, "never" (as `transmit_ns`): a
+                // backlog on a trace of very sparse opportunities can depart
+                // beyond the clock.
+                let busy = *used && base.saturating_add(trace.at_ns[*idx]) > now;
                 if !busy {
                     let (i, b) = trace.first_after(now);
                     *idx = i;
@@ -494,7 +497,7 @@ impl Server {
                     advance_opportunity(trace, idx, base);
                     *left = *opportunity;
                 }
-                let start = *base + trace.at_ns[*idx];
+                let start = base.saturating_add(trace.at_ns[*idx]);
                 let mut need = size;
                 loop {
                     let take = need.min(*left);
@@ -506,7 +509,7 @@ impl Server {
                     advance_opportunity(trace, idx, base);
                     *left = *opportunity;
                 }
-                (start, *base + trace.at_ns[*idx])
+                (start, base.saturating_add(trace.at_ns[*idx]))
             }
         }
     }
@@ -516,7 +519,7 @@ fn advance_opportunity(trace: &MahimahiTrace, idx: &mut usize, base: &mut u64) {
     *idx += 1;
     if *idx == trace.at_ns.len() {
         *idx = 0;
-        *base += trace.period_ns;
+        *base = base.saturating_add(trace.period_ns);
     }
 }
 

@@ -951,6 +951,36 @@ fn traces_longer_than_the_clock_allows_are_errors() {
     }
 }
 
+#[test]
+fn a_backlog_beyond_the_clock_departs_never() {
+    // Found by the trace_mahimahi smoke run: one opportunity every 38
+    // years and 40 packets queued: the 15th departs past u64::MAX ns, which
+    // overflowed. Departures now saturate at the end of time ("never", as a
+    // zero rate gives), in order.
+    let rate = parse_trace(
+        Path::new("sparse"),
+        "1211121122222\n",
+        TraceFormat::Mahimahi,
+    )
+    .unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    let mut last = Instant::ZERO;
+    for i in 0..40 {
+        let LinkOutcome::Delivered { at } = link.transmit(ms(i), Bytes::new(1200)) else {
+            panic!("packet {i} dropped");
+        };
+        assert!(at >= last, "packet {i} at {at} before {last}");
+        last = at;
+    }
+    assert_eq!(last, Instant::from_nanos(u64::MAX));
+}
+
 // ---------------------------------------------------------------- determinism
 
 #[test]
