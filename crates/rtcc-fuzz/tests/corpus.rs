@@ -114,7 +114,16 @@ fn smoke(target: &str, mutations: usize) {
         input.clear();
         input.extend_from_slice(base);
         mutate(&mut rng, &mut input, &files);
-        f(&input);
+        if std::panic::catch_unwind(|| f(&input)).is_err() {
+            // Kept for `cargo run -p rtcc-fuzz --example replay`.
+            let out = std::env::temp_dir().join(format!("rtcc-fuzz-{target}-crash"));
+            let _ = std::fs::write(&out, &input);
+            panic!(
+                "{target}: a mutated input panicked (written to {}): {:?}",
+                out.display(),
+                String::from_utf8_lossy(&input)
+            );
+        }
     }
 }
 
