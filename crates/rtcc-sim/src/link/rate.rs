@@ -592,7 +592,20 @@ fn serve_schedule(
         *step += 1;
         if *step == sched.starts.len() {
             *step = 0;
-            *base += sched.period.unwrap_or(0);
+            *base = base.saturating_add(sched.period.unwrap_or(0));
+            // A whole loop serves `cum[len]` bit·ns: the loops the packet
+            // needs in full are skipped at once, or a schedule of nanosecond
+            // steps would be walked a step at a time for millions of loops.
+            if let Some(p) = sched.period {
+                let per_loop = sched.cum[sched.starts.len()];
+                if per_loop > 0 && need > per_loop {
+                    let loops = (need - 1) / per_loop;
+                    need -= loops * per_loop;
+                    let skip = u64::try_from(loops).unwrap_or(u64::MAX).saturating_mul(p);
+                    *base = base.saturating_add(skip);
+                    t = *base;
+                }
+            }
         }
     }
 }

@@ -981,6 +981,37 @@ fn a_backlog_beyond_the_clock_departs_never() {
     assert_eq!(last, Instant::from_nanos(u64::MAX));
 }
 
+#[test]
+fn a_schedule_of_nanosecond_steps_serves_a_packet_in_one_go() {
+    // Found by the trace_throughput fuzz target (a timeout): samples 1 ns
+    // apart give a schedule of 5 Mbit/s for 1 ns, 0 for 1 ns, looping, and
+    // a 1200 B packet was served one step at a time over ~2 million loops
+    // (seconds per packet). Whole loops are now skipped at once.
+    let rate = parse_trace(
+        Path::new("ns"),
+        "0 5\n.00000000128\t00",
+        TraceFormat::Throughput,
+    )
+    .unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    // 9 600 bit at 5 Mbit/s half of the time: 3.84 ms.
+    let LinkOutcome::Delivered { at } = link.transmit(Instant::ZERO, Bytes::new(1200)) else {
+        panic!("dropped");
+    };
+    assert!(at.as_nanos().abs_diff(3_840_000) <= 2, "departure at {at}");
+    // Queued behind it: twice as late.
+    let LinkOutcome::Delivered { at } = link.transmit(Instant::ZERO, Bytes::new(1200)) else {
+        panic!("dropped");
+    };
+    assert!(at.as_nanos().abs_diff(7_680_000) <= 4, "departure at {at}");
+}
+
 // ---------------------------------------------------------------- determinism
 
 #[test]
