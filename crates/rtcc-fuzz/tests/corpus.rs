@@ -1,9 +1,10 @@
 //! The short fuzz run of `cargo test` (stable, no libFuzzer): every target
 //! of `rtcc_fuzz::TARGETS` replays its committed corpus (`fuzz/corpus/<name>/`,
 //! seeds and every crash the fuzzers found), which must reach the code under
-//! test (some files are accepted), then a few thousand mutations of it drawn
-//! from a fixed seed (byte flips, random bytes, truncations, insertions,
-//! deletions, splices), so a failure replays exactly.
+//! test (at least half the seeds are accepted), then a few thousand mutations
+//! of it drawn from a fixed seed (byte flips, random bytes, truncations,
+//! insertions, deletions, splices), so a failure replays exactly. Every
+//! corpus file also goes through every other target.
 //!
 //! `cargo test -p rtcc-fuzz -- --ignored write_seed_corpus` rewrites the
 //! generated seed files (`seed-*`) from the project's own writers.
@@ -156,6 +157,23 @@ smoke_tests! {
     send: MUTATIONS,
     sdp: MUTATIONS,
     controller: CONTROLLER_MUTATIONS,
+}
+
+/// Each corpus file is fed to every other target too: a scenario as a
+/// datagram, a packet as a trace, and so on.
+#[test]
+fn every_corpus_file_through_every_target() {
+    let all: Vec<(String, Vec<u8>)> = rtcc_fuzz::TARGETS
+        .iter()
+        .flat_map(|(name, _)| corpus(name))
+        .collect();
+    for (target, f) in rtcc_fuzz::TARGETS {
+        for (file, data) in &all {
+            if std::panic::catch_unwind(|| f(data)).is_err() {
+                panic!("{target} panicked on corpus file {file}");
+            }
+        }
+    }
 }
 
 mod seeds {
