@@ -402,7 +402,7 @@ impl MahimahiTrace {
     fn first_after(&self, t: u64) -> (usize, u64) {
         let p = self.period_ns;
         let base = t - t % p;
-        let i = self.at_ns.partition_point(|&a| base + a <= t);
+        let i = self.at_ns.partition_point(|&a| base.saturating_add(a) <= t);
         // at[last] = p > t - base, so i < len.
         (i, base)
     }
@@ -553,8 +553,9 @@ fn serve_schedule(
             *step += 1;
             if *step == sched.starts.len() {
                 // Only reachable when looping (the held last step never ends).
+                // Saturates: a backlog may already depart at the end of time.
                 *step = 0;
-                *base += sched.period.unwrap_or(0);
+                *base = base.saturating_add(sched.period.unwrap_or(0));
             }
             moved += 1;
             if start < base.saturating_add(sched.step_end(*step)) {

@@ -1012,6 +1012,36 @@ fn a_schedule_of_nanosecond_steps_serves_a_packet_in_one_go() {
     assert!(at.as_nanos().abs_diff(7_680_000) <= 4, "departure at {at}");
 }
 
+#[test]
+fn a_schedule_backlog_beyond_the_clock_departs_never() {
+    // Found by the trace_throughput fuzz target: 1 ms at 5 Mbit/s in every
+    // 35 years (625 B per loop), 40 packets of 1200 B queued. Departures
+    // saturate at the end of time, and moving the next packet's cursor from
+    // there added a loop period past u64::MAX.
+    let rate = parse_trace(
+        Path::new("far"),
+        "0 5\n.0010 0\n555555552\t0",
+        TraceFormat::Throughput,
+    )
+    .unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    let mut last = Instant::ZERO;
+    for i in 0..40 {
+        let LinkOutcome::Delivered { at } = link.transmit(ms(i), Bytes::new(1200)) else {
+            panic!("packet {i} dropped");
+        };
+        assert!(at >= last, "packet {i} at {at} before {last}");
+        last = at;
+    }
+    assert_eq!(last, Instant::from_nanos(u64::MAX));
+}
+
 // ---------------------------------------------------------------- determinism
 
 #[test]
