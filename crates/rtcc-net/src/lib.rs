@@ -11,6 +11,8 @@
 //! Malformed or unexpected datagrams are dropped and counted, never a panic.
 pub mod clock;
 pub mod emulate;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod h264;
 pub mod options;
 pub mod plain;
