@@ -63,7 +63,7 @@ fn every_committed_scenario_is_within_the_limits() {
             }
             Err(e) => panic!("{e}"),
         };
-        let size = estimate(&sc, true).unwrap_or_else(|e| panic!("{e}"));
+        let size = estimate(&sc, true, false).unwrap_or_else(|e| panic!("{e}"));
         assert!(
             size.refusal().is_none(),
             "{}: {:?} would be refused",
@@ -84,7 +84,7 @@ fn the_estimate_bounds_a_real_run() {
         ..Default::default()
     };
     let report = run(&sc, &opts, &mut |_| {}).unwrap();
-    let size = estimate(&sc, false).unwrap();
+    let size = estimate(&sc, false, false).unwrap();
     let written: u64 = ["timeseries.csv", "frames.csv"]
         .iter()
         .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
@@ -111,7 +111,7 @@ fn the_guard_refuses_large_runs_before_writing_anything() {
         .replace("duration = \"2s\"", "duration = \"24h\"")
         .replace("rate = \"1Mbps\"", "rate = \"100Gbps\"");
     let sc = Scenario::from_toml_str(&huge, "<huge>").unwrap();
-    assert!(estimate(&sc, false).unwrap().packets > MAX_PACKETS);
+    assert!(estimate(&sc, false, false).unwrap().packets > MAX_PACKETS);
     // A day sampled every millisecond: above the output limit.
     let verbose = SMALL
         .replace("duration = \"2s\"", "duration = \"24h\"")
@@ -120,7 +120,7 @@ fn the_guard_refuses_large_runs_before_writing_anything() {
             "[output]\nsample_interval = \"1ms\"\n\n[[flow]]",
         );
     let sv = Scenario::from_toml_str(&verbose, "<verbose>").unwrap();
-    let size = estimate(&sv, false).unwrap();
+    let size = estimate(&sv, false, false).unwrap();
     assert!(size.packets <= MAX_PACKETS && size.output_bytes > MAX_OUTPUT_BYTES);
     for (sc, word) in [(&sc, "packet transmissions"), (&sv, "of output")] {
         let dir = tmp("guard");

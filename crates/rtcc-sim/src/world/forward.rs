@@ -162,6 +162,9 @@ impl World {
             self.offered[at_hop] += size.get();
             match self.links[link].transmit(t, size) {
                 LinkOutcome::Delivered { at } => {
+                    if self.pcap.is_some() {
+                        self.capture(idx, link);
+                    }
                     let next = hop + 1;
                     if next < len
                         && self.dedicated[self.paths[(first + u32::from(next)) as usize] as usize]

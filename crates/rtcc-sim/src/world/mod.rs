@@ -61,6 +61,7 @@ use crate::scenario::FlowKind;
 use crate::tcp::{TcpReceiver, TcpSender};
 
 mod arena;
+mod capture;
 mod endpoint;
 mod forward;
 mod monitor;
@@ -291,6 +292,8 @@ pub(crate) struct World {
     pub(crate) sinks: Sinks,
     pub(crate) delivered_packets: u64,
     pub(crate) io_error: Option<std::io::Error>,
+    /// The links' capture files (`RunOptions::pcap_dir`), if asked for.
+    pub(crate) pcap: Option<Box<capture::PcapLinks>>,
 }
 
 impl World {
@@ -363,6 +366,7 @@ impl World {
         {
             s.flush()?;
         }
+        self.flush_pcap()?;
         Ok(())
     }
 
@@ -371,6 +375,7 @@ impl World {
         self.sinks.timeseries = None;
         self.sinks.frames = None;
         self.sinks.cc_trace = None;
+        self.pcap = None;
     }
 
     /// Number of events processed.
