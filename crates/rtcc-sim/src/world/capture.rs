@@ -16,8 +16,9 @@
 //!   RTP headers, `rtcc_core::media::packetizer::DEFAULT_HEADER_OVERHEAD`);
 //!   a packet smaller than the headers written for it grows to them.
 //! - **Addresses** (deterministic, per flow index `i` in scenario order and
-//!   path `p`, 0 but on the other paths of a multipath flow): the sender is
-//!   `10.(1+2p).(i/256).(i%256)`, the receiver `10.(2+2p).(i/256).(i%256)`;
+//!   path `p`, 0 but on the other paths of a multipath flow; `n = i + 1`):
+//!   the sender is `10.(1+2p).(n/256).(n%256)`, the receiver
+//!   `10.(2+2p).(n/256).(n%256)` (flow 0: 10.1.0.1 → 10.2.0.1);
 //!   MAC addresses are `02:00` and the IPv4 address. Ports: RTP media 5004
 //!   and RTCP 5005 on both ends (the RFC 3550 §11 even/odd pair, no
 //!   RTCP multiplexing); TCP from 49152 + `i % 16384` to 5201; CBR 5001,
@@ -346,7 +347,10 @@ impl World {
     }
 
     /// Writes a TCP segment (or ACK) of flow `flow` in direction `dir`.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the header fields of one segment, one by one"
+    )]
     fn write_tcp(
         &mut self,
         link: usize,
@@ -385,8 +389,9 @@ fn ends(
     sender_port: u16,
     receiver_port: u16,
 ) -> (SocketAddr, SocketAddr) {
-    let hi = (flow >> 8) as u8;
-    let lo = flow as u8;
+    // Host numbers from 1: flow 0 is 10.1.0.1, not a network address.
+    let host = flow.wrapping_add(1);
+    let (hi, lo) = ((host >> 8) as u8, host as u8);
     let net = 1 + 2 * path.min(126);
     let sender = SocketAddr::V4(SocketAddrV4::new(
         Ipv4Addr::new(10, net, hi, lo),
@@ -410,7 +415,10 @@ pub(crate) fn rtp_timestamp(t: Instant) -> u32 {
 
 /// Writes an RTP fixed header, and the transport-wide sequence number
 /// extension when `room` (the UDP payload's size) has space for it.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the fields of an RTP header, one by one"
+)]
 fn rtp_header(
     buf: &mut Vec<u8>,
     pt: u8,
