@@ -13,12 +13,13 @@ installs it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
-import time
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,16 @@ def tshark(pcap: Path, *args: str) -> str:
 
 def malformed(pcap: Path, *decode: str) -> int:
     """Frames tshark flags as malformed."""
-    out = tshark(pcap, *decode, "-Y", "_ws.malformed || _ws.expert.severity >= error", "-T", "fields", "-e", "frame.number")
+    out = tshark(
+        pcap,
+        *decode,
+        "-Y",
+        "_ws.malformed || _ws.expert.severity >= error",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    )
     return len(out.split())
 
 
@@ -90,21 +100,22 @@ def check_media(rows: list[Rtp], ssrc: str) -> int:
     media = [r for r in rows if r[0] == ssrc and r[1] == 96]
     assert len(media) > 100, f"{len(media)} media packets of {ssrc}"
     gaps = 0
-    for a, b in zip(media, media[1:], strict=False):
+    for a, b in itertools.pairwise(media):
         step = (b[2] - a[2]) % 65536
         assert 1 <= step < 1000, f"sequence {a[2]} -> {b[2]}"
         gaps += step - 1
     # Padding-only packets (a probe's, on the media SSRC without an RTX
     # stream) carry no frame: frames are the other packets.
     frames = [r for r in media if not r[5]]
-    for (_, _, s0, t0, m0, _), (_, _, s1, t1, _, _) in zip(frames, frames[1:], strict=False):
+    for (_, _, s0, t0, m0, _), (_, _, s1, t1, _, _) in itertools.pairwise(frames):
         if t1 == t0:
             continue
         # A new frame: 90 kHz, a whole number of 1/30 s frame intervals
         # (the encoder may skip frames), within the clock's rounding.
         d = (t1 - t0) % 2**32
         n = round(d / 3000)
-        assert n >= 1 and abs(d - 3000 * n) <= 2, f"timestamp step {d} at {s1}"
+        assert n >= 1, f"timestamp step {d} at {s1}"
+        assert abs(d - 3000 * n) <= 2, f"timestamp step {d} at {s1}"
         if (s1 - s0) % 65536 == 1:
             assert m0 == 1, f"marker missing on {s0}, the last packet before {s1}"
     return gaps
@@ -145,7 +156,9 @@ def test_simulated_captures_decode_in_tshark(tmp_path: Path) -> None:
     line = next(ln for ln in streams.splitlines() if SIM_SSRC in ln.lower())
     assert "96" in line, streams
     # Feedback comes back as RTCP, TCP as TCP.
-    back = tshark(caps / "bottleneck-reverse.pcap", *decode, "-T", "fields", "-e", "_ws.col.Protocol")
+    back = tshark(
+        caps / "bottleneck-reverse.pcap", *decode, "-T", "fields", "-e", "_ws.col.Protocol"
+    )
     protocols = set(back.split())
     assert {"RTCP", "TCP"} <= protocols, protocols
 

@@ -16,7 +16,7 @@
 
 use rtcc_core::{Bitrate, Bytes, Duration};
 
-use crate::scenario::{FlowKind, Scenario, ScenarioError};
+use crate::scenario::{FlowKind, Scenario, ScenarioError, TopologyKind};
 
 /// Longest run: 30 days. A soak test needs a day; more is a unit slip
 /// (`"1000000000h"`), and the resource guard sizes what lies inside.
@@ -158,7 +158,13 @@ pub fn estimate(
         0.0
     };
     let captures = if pcap {
-        packets * (ESTIMATE_PACKET_BYTES + PCAP_RECORD_OVERHEAD) as f64
+        // A record per link a packet crosses: in a dumbbell, the bottleneck
+        // and two access links, each with a capture file of its own.
+        let hops = match scenario.topology.kind {
+            TopologyKind::Dumbbell => 3.0,
+            _ => 1.0,
+        };
+        hops * packets * (ESTIMATE_PACKET_BYTES + PCAP_RECORD_OVERHEAD) as f64
     } else {
         0.0
     };

@@ -101,6 +101,24 @@ fn the_estimate_bounds_a_real_run() {
         "estimated {} packets, sent {sent}",
         size.packets
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Packet captures count too: again an upper bound, not a wild one.
+    let opts = RunOptions {
+        out_dir: Some(dir.clone()),
+        pcap_dir: Some(dir.join("pcap")),
+        ..Default::default()
+    };
+    run(&sc, &opts, &mut |_| {}).unwrap();
+    let captured: u64 = std::fs::read_dir(dir.join("pcap"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let with_pcap = estimate(&sc, false, true).unwrap();
+    let pcap_estimate = with_pcap.output_bytes - size.output_bytes;
+    assert!(
+        pcap_estimate >= captured && pcap_estimate < 20 * captured,
+        "estimated {pcap_estimate} B of captures, wrote {captured} B"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
