@@ -265,6 +265,15 @@ CASES: list[tuple[str, str, str, str, int | None]] = [
         "core",
         6,
     ),
+    (
+        "reverse-tcp-unlimited",
+        _replace('kind = "dumbbell"', 'kind = "single"').replace(
+            'start = "1s"', 'start = "1s"\ndirection = "reverse"'
+        ),
+        "flow[1].direction",
+        "reverse_rate",
+        23,
+    ),
     # Unknown keys, bad units, contradictions.
     ("unknown-key", _replace('delay = "20ms"', 'delai = "20ms"'), "link[0].delai", "delai", 9),
     ("bad-unit", _replace('rate = "1Mbps"', 'rate = "3Mbs"'), "link[0].rate", "3Mbs", 8),

@@ -2046,6 +2046,22 @@ impl Scenario {
             }
         }
         if let Some(d) = &spec.direction {
+            if kind == Tcp
+                && *d.get_ref() == FlowDirection::Reverse
+                && self.topology.kind != TopologyKind::Dumbbell
+                && self.topology.reverse_rate.is_none()
+            {
+                // Its window would grow without bound (no loss, no queue)
+                // and its ACKs alone would flood the forward link.
+                return Err(self.error(
+                    Some(d.span()),
+                    &key("direction"),
+                    format!(
+                        "a reverse tcp flow needs a reverse path with a rate: the {} topology's reverse links are unlimited unless `topology.reverse_rate` is set",
+                        self.topology.kind.as_str()
+                    ),
+                ));
+            }
             if !matches!(kind, Tcp | UdpCbr) {
                 return Err(self.error(
                     Some(d.span()),
