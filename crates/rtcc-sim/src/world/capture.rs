@@ -43,7 +43,8 @@
 //!   and acknowledgment numbers (low 32 bits) and their payload length; a
 //!   header longer than 20 bytes is filled with NOP options. CBR, TFRC and
 //!   live packets are UDP; TFRC and live data start with their sequence or
-//!   packet number (64 bits), the rest is zeros.
+//!   packet number (64 bits), the rest is zeros; TFRC feedback is the APP
+//!   packet above, on the TFRC feedback port.
 //!
 //! Only [`World::capture`] runs per packet, and only when captures are on:
 //! `hop` tests one `Option` otherwise, and the run is the same with or
