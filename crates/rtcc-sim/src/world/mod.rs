@@ -21,7 +21,10 @@
 //!   `multipath`, `live`, `tcp`, `cbr`, `tfrc`) behind the per-kind dispatch of
 //!   `endpoint/mod.rs` (start, delivery, timers, finish);
 //! - [`monitor`]: what is sampled and written while the run goes on
-//!   (`timeseries.csv`, `frames.csv`, `cc_trace.csv`).
+//!   (`timeseries.csv`, `frames.csv`, `cc_trace.csv`);
+//! - `capture.rs`: the links' packet captures (`RunOptions::pcap_dir`), a
+//!   record per packet a link forwards, which `hop` asks for only when
+//!   captures are on.
 //!
 //! Building a world from a scenario (links, routes, flow setups) is
 //! [`crate::build`]; the summary of a finished run is [`crate::output`].
