@@ -30,6 +30,7 @@ WARM_UP_S = 3600.0
 
 
 def rss_kib() -> int:
+    """Resident memory of this process, in KiB."""
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
             if line.startswith("VmRSS:"):
@@ -38,6 +39,7 @@ def rss_kib() -> int:
 
 
 def main() -> int:
+    """Run the soak, write the curve, print the summary."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", nargs="?", default="scenarios/soak/soak-24h.toml")
     parser.add_argument("--out", type=Path, default=None)
@@ -62,7 +64,8 @@ def main() -> int:
 
     try:
         result = rtcc.run(args.scenario, out=out, progress=on_progress)
-        rows.append((result.summary.get("duration_s", rows[-1][0]), time.perf_counter() - start, rss_kib()))
+        end_s = float(result.summary.get("duration_s", rows[-1][0]))
+        rows.append((end_s, time.perf_counter() - start, rss_kib()))
         flows = result.summary["flows"]
     finally:
         if tmp is not None and not args.keep:

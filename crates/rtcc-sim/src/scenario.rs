@@ -2062,12 +2062,12 @@ impl Scenario {
                     ),
                 ));
             }
-            if !matches!(kind, Tcp | UdpCbr) {
+            if !matches!(kind, Tcp | UdpCbr | Media) {
                 return Err(self.error(
                     Some(d.span()),
                     &key("direction"),
                     format!(
-                        "direction = \"{}\" only applies to flows of kind tcp/udp-cbr (this flow is {})",
+                        "direction = \"{}\" only applies to flows of kind media/tcp/udp-cbr (this flow is {})",
                         d.get_ref().as_str(),
                         kind.as_str()
                     ),

@@ -160,6 +160,70 @@ direction = "reverse"
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn a_reverse_media_flow_is_the_backward_half_of_a_call() {
+    // Step 1: a two-way call over a dumbbell whose reverse bottleneck is
+    // narrower (1 Mbps against 3 Mbps): the backward flow's media crosses
+    // the reverse bottleneck and its feedback the forward one.
+    let text = r#"
+duration = "20s"
+[topology]
+kind = "dumbbell"
+reverse_rate = "1Mbps"
+[[link]]
+name = "bottleneck"
+rate = "3Mbps"
+delay = "20ms"
+queue = "60KB"
+[[flow]]
+name = "there"
+kind = "media"
+cc = "gcc"
+[[flow]]
+name = "back"
+kind = "media"
+cc = "gcc"
+direction = "reverse"
+"#;
+    let (s, dir) = run(text, "reverse-media");
+    // Step 2: each direction's bottleneck carries its own flow's media:
+    // the reverse one about the backward flow's packets plus the forward
+    // flow's feedback, and the backward flow is held to the narrow link.
+    let back = flow(&s, "back");
+    let there = flow(&s, "there");
+    let rev = link(&s, "bottleneck-reverse")["packets"].as_u64().unwrap();
+    let fwd = link(&s, "bottleneck")["packets"].as_u64().unwrap();
+    let back_sent = back["packets_sent"].as_u64().unwrap();
+    let there_sent = there["packets_sent"].as_u64().unwrap();
+    assert!(
+        rev >= back_sent && rev < back_sent + there_sent / 2,
+        "step 2: reverse link {rev}, back sent {back_sent}"
+    );
+    assert!(
+        fwd >= there_sent && fwd < there_sent + back_sent / 2,
+        "step 2: forward link {fwd}, there sent {there_sent}"
+    );
+    let back_goodput = back["goodput_kbps"].as_f64().unwrap();
+    let there_goodput = there["goodput_kbps"].as_f64().unwrap();
+    assert!(
+        back_goodput > 300.0 && back_goodput < 1000.0,
+        "step 2: back {back_goodput} kbps"
+    );
+    assert!(
+        there_goodput > back_goodput + 300.0,
+        "step 2: there {there_goodput}, back {back_goodput} kbps"
+    );
+    // Step 3: the backward flow's frames play, and its outputs measure the
+    // reverse bottleneck.
+    assert!(
+        back["frames_displayed"].as_u64().unwrap() > 500,
+        "step 3: {back}"
+    );
+    let cap = mean_between(&dir, "back", "capacity_kbps", 0.0, 20.0);
+    assert!((cap - 1000.0).abs() < 1e-6, "step 3: capacity {cap} kbps");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const ROUTE_CHANGE: &str = r#"
 duration = "30s"
 [[link]]

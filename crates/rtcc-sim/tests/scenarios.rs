@@ -150,11 +150,11 @@ fn bad_scenarios_name_file_line_key_and_value() {
             "key `link[0].trace`",
             "traces/nope.log",
         ),
-        // Reverse cross traffic: tcp and udp-cbr only, forward or reverse.
+        // Reverse flows: media, tcp and udp-cbr only, forward or reverse.
         (
-            good.replace("cc = \"gcc\"", "cc = \"gcc\"\ndirection = \"reverse\""),
-            "key `flow[0].direction`",
-            "\"reverse\" only applies to flows of kind tcp/udp-cbr (this flow is media)",
+            format!("{good}\n[[flow]]\nname = \"t\"\nkind = \"tfrc\"\ndirection = \"reverse\"\n"),
+            "key `flow[1].direction`",
+            "\"reverse\" only applies to flows of kind media/tcp/udp-cbr (this flow is tfrc)",
         ),
         (
             format!("{good}\n[[flow]]\nname = \"up\"\nkind = \"tcp\"\ndirection = \"backwards\"\n"),

@@ -261,8 +261,13 @@ def _c5_3(cc: str, scale: float, seed: int) -> Plan:
     # The backward capacity drop is made by reverse CBR traffic filling
     # 2.0 - 0.8 = 1.2 Mbps of a 2 Mbps reverse link (ns-3 rmcat's method for
     # every capacity change), since a reverse link's rate is constant here.
+    back = [(0, 2000.0), (35, 800.0), (70, 2000.0)]
+    back_cap = _step_fn(back, scale)
     flows = [
         _media("media", cc, 0, end),
+        # The backward half of the call: its media on the congested backward
+        # link, its feedback on the forward one.
+        _media("media-back", cc, 0, end, direction="reverse"),
         {
             "name": "reverse-load",
             "kind": "udp-cbr",
@@ -288,11 +293,14 @@ def _c5_3(cc: str, scale: float, seed: int) -> Plan:
     events = sorted({t * scale for t, _ in fwd} | {35 * scale, 70 * scale})
     return Plan(
         sc,
-        ("media",),
-        {"media": _active(0, end, lambda t: _capped(cap(t)))},
+        ("media", "media-back"),
+        {
+            "media": _active(0, end, lambda t: _capped(cap(t))),
+            "media-back": _active(0, end, lambda t: _capped(back_cap(t))),
+        },
         tuple(events),
         None,
-        ("media",),
+        ("media", "media-back"),
         "bottleneck",
     )
 
@@ -674,10 +682,8 @@ CASES: tuple[Case, ...] = (
         _WIRED_DEFAULTS.replace("; feedback path uncongested", "")
         + "; forward capacity 2 / 1 / 0.5 / 2 Mbps at 0 / 20 / 40 / 60 s; the backward "
         "link is 2 Mbps with a 300 ms queue, its capacity drop to 0.8 Mbps at 35-70 s made "
-        "by 1.2 Mbps of reverse CBR traffic. Partial: the backward media flow is missing "
-        "(the simulator's media flows run forward only), so only the forward flow's "
-        "feedback crosses the congested link",
-        approximate=True,
+        "by 1.2 Mbps of reverse CBR traffic; a media flow each way (the backward one "
+        "`direction = \"reverse\"`), so each flow's feedback crosses the other's link",
     ),
     Case(
         "rfc8867",
