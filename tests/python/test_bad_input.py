@@ -488,3 +488,31 @@ def test_report_on_bad_inputs_exits_2_naming_the_file(
     assert code == 2, err
     assert str(afile) in err, err
     assert not html.exists()
+
+
+def test_a_missing_scenario_file_creates_no_output_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nonexistent.toml"
+    code, err = _run_cli(["run", str(missing), "--out", str(tmp_path / "c2")], capsys)
+    assert code == 2, err
+    assert str(missing) in err, err
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_of_a_hundred_million_seeds_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    grid = {"base": _small_dict() | {"duration": "1s"}, "seeds": 100_000_000}
+    with pytest.raises(
+        rtcc.GridError, match=r"key `seeds`: a count of seeds must be in \[1, 100000\]"
+    ):
+        rtcc.sweep(grid, out=tmp_path / "s", progress=False)
+    grid = {
+        "base": _small_dict() | {"duration": "1s"},
+        "seeds": 1000,
+        "grid": {"link.0.rate": [f"{k}kbps" for k in range(10, 1010)]},
+    }
+    with pytest.raises(rtcc.GridError, match=r"1000000 runs .* above the limit of 100000"):
+        rtcc.sweep(grid, out=tmp_path / "s", progress=False)
+    assert not (tmp_path / "s").exists()

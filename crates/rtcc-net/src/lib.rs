@@ -12,6 +12,8 @@
 mod capture;
 pub mod clock;
 pub mod emulate;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod h264;
 pub mod options;
 pub mod plain;

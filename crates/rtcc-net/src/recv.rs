@@ -126,9 +126,9 @@ pub struct RecvConfig {
 
 /// Whom `on_datagram` hears: the `--peer` pin and the `--rtcp` address.
 #[derive(Debug, Clone, Copy, Default)]
-struct Addrs {
-    pinned: Option<SocketAddr>,
-    rtcp: Option<SocketAddr>,
+pub(crate) struct Addrs {
+    pub(crate) pinned: Option<SocketAddr>,
+    pub(crate) rtcp: Option<SocketAddr>,
 }
 
 /// Counters of a receiver run.
@@ -224,8 +224,8 @@ pub fn run_blocking(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvRep
 }
 
 /// State of the media stream the receiver follows.
-struct Stream {
-    ssrc: u32,
+pub(crate) struct Stream {
+    pub(crate) ssrc: u32,
     peer: SocketAddr,
     seqs: SeqUnwrapper,
     frames: Unwrapper<32>,
@@ -237,7 +237,7 @@ struct Stream {
     /// Frames of a standard sender (no rtcc extensions).
     plain: PlainFrames,
     /// RFC 3550 reception statistics for receiver reports (media SSRC only).
-    reception: ReceptionStatistics,
+    pub(crate) reception: ReceptionStatistics,
     /// Unwraps the media stream's RTP sequence numbers for the reception statistics.
     media_seqs: SeqUnwrapper,
     /// SSRC of the retransmission stream, once one has been accepted.
@@ -474,7 +474,7 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
 
 /// One datagram; true if it was media handed to the session.
 #[allow(clippy::too_many_arguments)]
-fn on_datagram(
+pub(crate) fn on_datagram(
     datagram: &[u8],
     from: SocketAddr,
     addrs: Addrs,

@@ -600,7 +600,7 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
 
 /// What [`RtpStreams::write`] put in the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
+pub(crate) enum Written {
     /// A first transmission on the media stream, with this many bytes of
     /// media padding (a packet train's; `wire::encode_media`).
     Media { padding: usize },
@@ -625,7 +625,7 @@ enum Written {
 /// move `next_media_seq`, so padding on the media SSRC never takes a number
 /// a media packet has or will have.
 #[derive(Debug)]
-struct RtpStreams {
+pub(crate) struct RtpStreams {
     wire: WireConfig,
     /// No RTX stream ([`SendConfig::rtx_stream`]): probe padding goes on
     /// the media SSRC, as RFC 3550 §5.1 padding-only packets of the media
@@ -643,7 +643,7 @@ struct RtpStreams {
 }
 
 impl RtpStreams {
-    fn new(wire: WireConfig, rtx_stream: bool) -> RtpStreams {
+    pub(crate) fn new(wire: WireConfig, rtx_stream: bool) -> RtpStreams {
         RtpStreams {
             wire,
             pad_on_media: !rtx_stream,
@@ -657,7 +657,7 @@ impl RtpStreams {
     /// which it was; `None` (nothing written) for a retransmission or
     /// repair packet of a `real_source` whose `payload` is gone. `payload`
     /// and `capture_ntp` as `wire::encode_media` takes them.
-    fn write(
+    pub(crate) fn write(
         &mut self,
         tx: &Transmit,
         payload: Option<&[u8]>,
@@ -828,7 +828,7 @@ fn accept_rtcp<E: EncoderModel>(
 
 /// One RTCP datagram from the peer.
 #[allow(clippy::too_many_arguments)]
-fn handle_rtcp<E: EncoderModel>(
+pub(crate) fn handle_rtcp<E: EncoderModel>(
     datagram: &[u8],
     now: Instant,
     now_ntp: u64,

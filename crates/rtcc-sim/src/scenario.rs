@@ -2407,7 +2407,7 @@ cc = "gcc"
             )
             .replace(
                 "[[link]]",
-                "[topology]\nreverse_loss = { model = \"outage\", windows = [[\"2s\", \"3s\"]] }\n[[link]]",
+                "[topology]\nreverse_rate = \"1Mbps\"\nreverse_loss = { model = \"outage\", windows = [[\"2s\", \"3s\"]] }\n[[link]]",
             )
             + "[[flow]]\nname = \"up\"\nkind = \"tcp\"\ndirection = \"reverse\"\n";
         let s = Scenario::from_toml_str(&text, "s.toml").unwrap();

@@ -318,13 +318,7 @@ def _c5_4(cc: str, scale: float, seed: int) -> Plan:
         flows,
     )
 
-    def n_active(t: float) -> int:
-        return sum(1 for s in starts if t >= s * scale)
-
-    shares = {
-        n: _active(s * scale, end, lambda t: _capped(3500.0 / n_active(t)))
-        for n, s in zip(names, starts, strict=True)
-    }
+    shares = _equal_shares(names, starts, scale, end, 3500.0)
     return Plan(
         sc,
         names,
@@ -334,6 +328,20 @@ def _c5_4(cc: str, scale: float, seed: int) -> Plan:
         names,
         "bottleneck",
     )
+
+
+def _equal_shares(
+    names: Sequence[str], starts: Sequence[float], scale: float, end: float, capacity: float
+) -> dict[str, ShareFn]:
+    """Each flow's share of ``capacity`` (kbps) split equally among the started flows."""
+
+    def n_active(t: float) -> int:
+        return sum(1 for s in starts if t >= s * scale)
+
+    return {
+        n: _active(s * scale, end, lambda t: _capped(capacity / n_active(t)))
+        for n, s in zip(names, starts, strict=True)
+    }
 
 
 def _c5_5(cc: str, scale: float, seed: int) -> Plan:
@@ -356,13 +364,7 @@ def _c5_5(cc: str, scale: float, seed: int) -> Plan:
         "flow": flows,
     }
 
-    def n_active(t: float) -> int:
-        return sum(1 for s in starts if t >= s * scale)
-
-    shares = {
-        n: _active(s * scale, end, lambda t: _capped(4000.0 / n_active(t)))
-        for n, s in zip(names, starts, strict=True)
-    }
+    shares = _equal_shares(names, starts, scale, end, 4000.0)
     return Plan(
         sc,
         names,

@@ -158,7 +158,9 @@ pub fn split_nal_units(data: &Bytes) -> NalSplit {
             if let Some((offset, begin)) = open.take() {
                 out.push(offset, data.slice(begin..code_start));
             }
-            open = Some((code_start.max(i - 3), i + 1));
+            // The start code is 3 bytes, or 4 with its zero_byte; `i` may
+            // be 2 (a 3-byte code that opens the stream).
+            open = Some((code_start.max(i.saturating_sub(3)), i + 1));
             zeros = 0;
         } else if b == 0 {
             zeros += 1;
@@ -240,6 +242,20 @@ mod tests {
         let got: Vec<(usize, &[u8])> = s.nal_units.iter().map(|(o, n)| (*o, n.as_ref())).collect();
         assert_eq!(got, vec![(0, SPS), (9, PPS), (18, IDR0)]);
         assert_eq!(s.empty_nal_units, 0);
+    }
+
+    #[test]
+    fn a_three_byte_start_code_can_open_the_stream() {
+        // Found by the `sdp` fuzz target: the offset of a 3-byte start code
+        // at byte 0 underflowed (a panic in debug builds, an offset of
+        // usize::MAX and as many "skipped leading bytes" in release).
+        let b = stream(&[], &[SPS, PPS, IDR0], false);
+        let s = split_nal_units(&b);
+        let offsets: Vec<usize> = s.nal_units.iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, vec![0, 3 + SPS.len(), 6 + SPS.len() + PPS.len()]);
+        let parsed = parse(&b);
+        assert_eq!(parsed.skipped_leading_bytes, 0);
+        assert_eq!(parsed.access_units[0].offset, 0);
     }
 
     #[test]

@@ -74,7 +74,10 @@ use self::loss::LossState;
 pub use self::loss::{LossConfig, LossSchedule, OutageError, OutageWindows};
 use self::rate::Server;
 pub use self::rate::{MahimahiError, MahimahiTrace, RateModel, RateSchedule, ScheduleError};
-pub use self::trace::{load_opennetlab, load_trace, OpenNetLabTrace, TraceError, TraceFormat};
+pub use self::trace::{
+    load_opennetlab, load_trace, parse_opennetlab, parse_trace, OpenNetLabTrace, TraceError,
+    TraceFormat,
+};
 use crate::metrics::DelayHistogram;
 
 /// Bytes per mahimahi delivery opportunity, as documented by mahimahi

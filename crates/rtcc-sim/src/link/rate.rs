@@ -297,7 +297,16 @@ pub enum MahimahiError {
     /// The last timestamp is 0, so the loop period would be zero.
     #[error("the trace must last a non-zero time (last timestamp is 0 ms)")]
     ZeroPeriod,
+    /// The last timestamp is beyond [`MAX_MAHIMAHI_MS`].
+    #[error("last timestamp {0} ms is beyond {MAX_MAHIMAHI_MS} ms (146 years)")]
+    TooLong(u64),
 }
+
+/// Largest mahimahi timestamp (ms): a loop period of a quarter of the `u64`
+/// nanosecond clock, 146 years, so that the opportunity instants of the next
+/// loops (`base + at`) stay representable at any simulated time up to a
+/// century. mm-link reads any `uint64_t`; real traces last minutes.
+pub const MAX_MAHIMAHI_MS: u64 = u64::MAX / 4 / NS_PER_MS;
 
 /// A mahimahi link trace: the millisecond instants of delivery opportunities.
 ///
@@ -339,6 +348,9 @@ impl MahimahiTrace {
         }
         if last == 0 {
             return Err(MahimahiError::ZeroPeriod);
+        }
+        if last > MAX_MAHIMAHI_MS {
+            return Err(MahimahiError::TooLong(last));
         }
         let at_ns = timestamps_ms
             .iter()
@@ -390,7 +402,7 @@ impl MahimahiTrace {
     fn first_after(&self, t: u64) -> (usize, u64) {
         let p = self.period_ns;
         let base = t - t % p;
-        let i = self.at_ns.partition_point(|&a| base + a <= t);
+        let i = self.at_ns.partition_point(|&a| base.saturating_add(a) <= t);
         // at[last] = p > t - base, so i < len.
         (i, base)
     }
@@ -470,7 +482,10 @@ impl Server {
                 let trace: &MahimahiTrace = trace;
                 // The opportunity that completed the previous packet is still to
                 // come: its leftover bytes serve this packet (mm-link shares it).
-                let busy = *used && *base + trace.at_ns[*idx] > now;
+                // Instants saturate at u64::MAX, "never" (as `transmit_ns`): a
+                // backlog on a trace of very sparse opportunities can depart
+                // beyond the clock.
+                let busy = *used && base.saturating_add(trace.at_ns[*idx]) > now;
                 if !busy {
                     let (i, b) = trace.first_after(now);
                     *idx = i;
@@ -482,7 +497,7 @@ impl Server {
                     advance_opportunity(trace, idx, base);
                     *left = *opportunity;
                 }
-                let start = *base + trace.at_ns[*idx];
+                let start = base.saturating_add(trace.at_ns[*idx]);
                 let mut need = size;
                 loop {
                     let take = need.min(*left);
@@ -494,7 +509,7 @@ impl Server {
                     advance_opportunity(trace, idx, base);
                     *left = *opportunity;
                 }
-                (start, *base + trace.at_ns[*idx])
+                (start, base.saturating_add(trace.at_ns[*idx]))
             }
         }
     }
@@ -504,7 +519,7 @@ fn advance_opportunity(trace: &MahimahiTrace, idx: &mut usize, base: &mut u64) {
     *idx += 1;
     if *idx == trace.at_ns.len() {
         *idx = 0;
-        *base += trace.period_ns;
+        *base = base.saturating_add(trace.period_ns);
     }
 }
 
@@ -538,8 +553,9 @@ fn serve_schedule(
             *step += 1;
             if *step == sched.starts.len() {
                 // Only reachable when looping (the held last step never ends).
+                // Saturates: a backlog may already depart at the end of time.
                 *step = 0;
-                *base += sched.period.unwrap_or(0);
+                *base = base.saturating_add(sched.period.unwrap_or(0));
             }
             moved += 1;
             if start < base.saturating_add(sched.step_end(*step)) {
@@ -577,7 +593,20 @@ fn serve_schedule(
         *step += 1;
         if *step == sched.starts.len() {
             *step = 0;
-            *base += sched.period.unwrap_or(0);
+            *base = base.saturating_add(sched.period.unwrap_or(0));
+            // A whole loop serves `cum[len]` bit·ns: the loops the packet
+            // needs in full are skipped at once, or a schedule of nanosecond
+            // steps would be walked a step at a time for millions of loops.
+            if let Some(p) = sched.period {
+                let per_loop = sched.cum[sched.starts.len()];
+                if per_loop > 0 && need > per_loop {
+                    let loops = (need - 1) / per_loop;
+                    need -= loops * per_loop;
+                    let skip = u64::try_from(loops).unwrap_or(u64::MAX).saturating_mul(p);
+                    *base = base.saturating_add(skip);
+                    t = *base;
+                }
+            }
         }
     }
 }

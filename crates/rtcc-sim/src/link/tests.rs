@@ -916,6 +916,132 @@ fn malformed_traces_name_file_line_and_text() {
     assert!(e.contains("/nonexistent/trace.log"), "{e}");
 }
 
+#[test]
+fn traces_longer_than_the_clock_allows_are_errors() {
+    // Found by the trace fuzz targets. A mahimahi timestamp of 384 years
+    // made the link's next-loop instant (`base + at`) overflow u64
+    // nanoseconds on the first wrap; a throughput log whose times saturate
+    // to u64::MAX ns overflowed its loop period `last - first + median`.
+    let path = Path::new("long");
+    let e = parse_trace(path, "12111211222222\n", TraceFormat::Mahimahi).unwrap_err();
+    assert!(e.to_string().contains("146 years"), "{e}");
+    let e = parse_trace(
+        path,
+        "0 1\n1 1\n555555555555555555555 0.3\n",
+        TraceFormat::Throughput,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("too long"), "{e}");
+    // The longest mahimahi trace allowed serves packets across its wrap.
+    let last = rate::MAX_MAHIMAHI_MS;
+    let text = format!("{}\n{last}\n", last / 2);
+    let rate = parse_trace(path, &text, TraceFormat::Mahimahi).unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    for t in [0, 1, last / 2 * 1_000_000 + 1] {
+        assert!(matches!(
+            link.transmit(Instant::from_nanos(t), Bytes::new(1500)),
+            LinkOutcome::Delivered { .. }
+        ));
+    }
+}
+
+#[test]
+fn a_backlog_beyond_the_clock_departs_never() {
+    // Found by the trace_mahimahi smoke run: one opportunity every 38
+    // years and 40 packets queued: the 15th departs past u64::MAX ns, which
+    // overflowed. Departures now saturate at the end of time ("never", as a
+    // zero rate gives), in order.
+    let rate = parse_trace(
+        Path::new("sparse"),
+        "1211121122222\n",
+        TraceFormat::Mahimahi,
+    )
+    .unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    let mut last = Instant::ZERO;
+    for i in 0..40 {
+        let LinkOutcome::Delivered { at } = link.transmit(ms(i), Bytes::new(1200)) else {
+            panic!("packet {i} dropped");
+        };
+        assert!(at >= last, "packet {i} at {at} before {last}");
+        last = at;
+    }
+    assert_eq!(last, Instant::from_nanos(u64::MAX));
+}
+
+#[test]
+fn a_schedule_of_nanosecond_steps_serves_a_packet_in_one_go() {
+    // Found by the trace_throughput fuzz target (a timeout): samples 1 ns
+    // apart give a schedule of 5 Mbit/s for 1 ns, 0 for 1 ns, looping, and
+    // a 1200 B packet was served one step at a time over ~2 million loops
+    // (seconds per packet). Whole loops are now skipped at once.
+    let rate = parse_trace(
+        Path::new("ns"),
+        "0 5\n.00000000128\t00",
+        TraceFormat::Throughput,
+    )
+    .unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    // 9 600 bit at 5 Mbit/s half of the time: 3.84 ms.
+    let LinkOutcome::Delivered { at } = link.transmit(Instant::ZERO, Bytes::new(1200)) else {
+        panic!("dropped");
+    };
+    assert!(at.as_nanos().abs_diff(3_840_000) <= 2, "departure at {at}");
+    // Queued behind it: twice as late.
+    let LinkOutcome::Delivered { at } = link.transmit(Instant::ZERO, Bytes::new(1200)) else {
+        panic!("dropped");
+    };
+    assert!(at.as_nanos().abs_diff(7_680_000) <= 4, "departure at {at}");
+}
+
+#[test]
+fn a_schedule_backlog_beyond_the_clock_departs_never() {
+    // Found by the trace_throughput fuzz target: 1 ms at 5 Mbit/s in every
+    // 35 years (625 B per loop), 40 packets of 1200 B queued. Departures
+    // saturate at the end of time, and moving the next packet's cursor from
+    // there added a loop period past u64::MAX.
+    let rate = parse_trace(
+        Path::new("far"),
+        "0 5\n.0010 0\n555555552\t0",
+        TraceFormat::Throughput,
+    )
+    .unwrap();
+    let mut link = Link::new(
+        LinkConfig {
+            rate,
+            ..LinkConfig::default()
+        },
+        stream(1, 0),
+    );
+    let mut last = Instant::ZERO;
+    for i in 0..40 {
+        let LinkOutcome::Delivered { at } = link.transmit(ms(i), Bytes::new(1200)) else {
+            panic!("packet {i} dropped");
+        };
+        assert!(at >= last, "packet {i} at {at} before {last}");
+        last = at;
+    }
+    assert_eq!(last, Instant::from_nanos(u64::MAX));
+}
+
 // ---------------------------------------------------------------- determinism
 
 #[test]

@@ -118,16 +118,21 @@ pub struct OpenNetLabTrace {
 /// Loads a trace file as a rate model. For OpenNetLab files only the capacity is
 /// used; see [`load_opennetlab`] for their loss and delay.
 pub fn load_trace(path: &Path, format: TraceFormat) -> Result<RateModel, TraceError> {
-    let text = read(path)?;
+    parse_trace(path, &read(path)?, format)
+}
+
+/// Parses the text of a trace file as [`load_trace`] does once it has read
+/// it; `path` only names the trace in errors.
+pub fn parse_trace(path: &Path, text: &str, format: TraceFormat) -> Result<RateModel, TraceError> {
     match format {
         TraceFormat::Mahimahi => {
-            parse_mahimahi(path, &text).map(|t| RateModel::Mahimahi(Arc::new(t)))
+            parse_mahimahi(path, text).map(|t| RateModel::Mahimahi(Arc::new(t)))
         }
         TraceFormat::Throughput => {
-            parse_throughput(path, &text).map(|s| RateModel::Schedule(Arc::new(s)))
+            parse_throughput(path, text).map(|s| RateModel::Schedule(Arc::new(s)))
         }
         TraceFormat::OpenNetLab => {
-            parse_opennetlab(path, &text).map(|t| RateModel::Schedule(t.rate))
+            parse_opennetlab(path, text).map(|t| RateModel::Schedule(t.rate))
         }
     }
 }
@@ -147,6 +152,11 @@ pub fn load_opennetlab(path: &Path) -> Result<OpenNetLabTrace, TraceError> {
     let text = read(path)?;
     parse_opennetlab(path, &text)
 }
+
+/// Longest loop period of a throughput trace: a quarter of the `u64`
+/// nanosecond clock (146 years), so that instants a few periods ahead of any
+/// simulated time stay representable. A real log is hours long.
+const MAX_PERIOD_NS: u64 = u64::MAX / 4;
 
 fn read(path: &Path) -> Result<String, TraceError> {
     std::fs::read_to_string(path).map_err(|source| TraceError::Io {
@@ -320,7 +330,21 @@ pub(crate) fn parse_throughput(path: &Path, text: &str) -> Result<RateSchedule, 
         return Err(file_err(path, "two samples are less than 1 ns apart"));
     }
     let last = samples[samples.len() - 1].0;
-    let period = Duration::from_nanos(last - t0 + median);
+    // Times past u64 nanoseconds (585 years) saturate in `from_secs_f64`;
+    // the loop must also fit.
+    let period = (last - t0)
+        .checked_add(median)
+        .filter(|&p| p <= MAX_PERIOD_NS)
+        .map(Duration::from_nanos)
+        .ok_or_else(|| {
+            file_err(
+                path,
+                format!(
+                    "the trace is too long: its loop must last at most {} s",
+                    MAX_PERIOD_NS / 1_000_000_000
+                ),
+            )
+        })?;
     let steps = samples
         .iter()
         .map(|&(t, r)| (Duration::from_nanos(t - t0), r))
@@ -431,7 +455,9 @@ fn entry_field_line(text: &str, direction: &str, index: usize, field: &str) -> O
     None
 }
 
-pub(crate) fn parse_opennetlab(path: &Path, text: &str) -> Result<OpenNetLabTrace, TraceError> {
+/// Parses the text of an OpenNetLab trace as [`load_opennetlab`] does once it
+/// has read it; `path` only names the trace in errors.
+pub fn parse_opennetlab(path: &Path, text: &str) -> Result<OpenNetLabTrace, TraceError> {
     let file: OnlFile = serde_json::from_str(text).map_err(|e| {
         let line = e.line();
         let line_text = text.lines().nth(line.saturating_sub(1)).unwrap_or("");

@@ -252,12 +252,54 @@ impl DeliveryRateEstimator {
         if interval.is_zero() || too_short {
             return out;
         }
+        // `delivered` counts at least P itself, so the rate is positive; over
+        // an interval long enough (a 1200 B packet over 9 600 s) it rounds
+        // to 0 bit/s, which would empty the BtlBw filter: keep the smallest
+        // positive rate instead.
+        let delivery_rate = (delivered / interval).max(Bitrate::bps(1));
         out.sample = Some(RateSample {
             delivered,
             interval,
-            delivery_rate: delivered / interval,
+            delivery_rate,
             is_app_limited: p.is_app_limited,
         });
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{PacketKind, PacketResult};
+
+    #[test]
+    fn a_sample_over_a_very_long_interval_is_still_positive() {
+        // Found by the `controller` fuzz target (delay-bbr reported a zero
+        // bandwidth estimate): 100 B acknowledged 1 000 s after it was sent
+        // is 0.8 bit/s, which the integer rate rounded to zero.
+        let mut est = DeliveryRateEstimator::new();
+        let sent = SentPacket {
+            seq: 0,
+            size: Bytes::new(100),
+            send_time: Instant::ZERO,
+            kind: PacketKind::Media,
+            frame_id: None,
+            first_in_frame: false,
+            last_in_frame: false,
+            bytes_in_flight: Bytes::new(100),
+        };
+        est.on_packet_sent(Instant::ZERO, &sent);
+        let now = Instant::from_secs(1_000);
+        let report = FeedbackReport {
+            report_time: now,
+            packets: vec![PacketResult {
+                sent,
+                arrival: Some(now),
+            }],
+        };
+        let out = est.on_feedback(now, &report, None);
+        let rs = out.sample.expect("one packet acknowledged is a sample");
+        assert_eq!(rs.delivered, Bytes::new(100));
+        assert_eq!(rs.delivery_rate, Bitrate::bps(1));
     }
 }

@@ -118,11 +118,62 @@ impl SendAckRateSampler {
         }
         let ack_rate = total_acked.saturating_sub(s.total_acked) / ack_dt;
         let send_dt: Duration = p.send_time.saturating_duration_since(s.send_time);
+        // Both byte counts include P itself, so both rates are positive; over
+        // a long enough interval (a 1200 B packet over 9 600 s) they round to
+        // 0 bit/s, which would empty the BtlBw filter: keep the smallest
+        // positive rate instead.
+        let positive = |r: Bitrate| r.max(Bitrate::bps(1));
         if send_dt.is_zero() {
             // Sent back to back: the send rate is unbounded, the ack rate rules.
-            return Some(ack_rate);
+            return Some(positive(ack_rate));
         }
         let send_rate = p.total_sent.saturating_sub(s.total_sent) / send_dt;
-        Some(send_rate.min(ack_rate))
+        Some(positive(send_rate.min(ack_rate)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{PacketKind, PacketResult};
+
+    fn packet(seq: SeqNo, send_time: Instant) -> SentPacket {
+        SentPacket {
+            seq,
+            size: Bytes::new(100),
+            send_time,
+            kind: PacketKind::Media,
+            frame_id: None,
+            first_in_frame: false,
+            last_in_frame: false,
+            bytes_in_flight: Bytes::new(100),
+        }
+    }
+
+    fn ack(sampler: &mut SendAckRateSampler, now: Instant, sent: SentPacket) -> Option<Bitrate> {
+        let report = FeedbackReport {
+            report_time: now,
+            packets: vec![PacketResult {
+                sent,
+                arrival: Some(now),
+            }],
+        };
+        sampler.on_feedback(now, &report)
+    }
+
+    #[test]
+    fn a_sample_over_a_very_long_interval_is_still_positive() {
+        // Found by the `controller` fuzz target (delay-bbr reported a zero
+        // bandwidth estimate): 100 B acknowledged 2 000 s after the previous
+        // acknowledgement is an ack rate of 0.4 bit/s, which the integer
+        // rate rounded to zero.
+        let mut sampler = SendAckRateSampler::new();
+        let a = packet(0, Instant::ZERO);
+        sampler.on_packet_sent(&a);
+        assert_eq!(ack(&mut sampler, Instant::from_millis(1), a), None);
+        let b = packet(1, Instant::from_secs(1));
+        sampler.on_packet_sent(&b);
+        let bw = ack(&mut sampler, Instant::from_secs(2_000), b);
+        assert_eq!(bw, Some(Bitrate::bps(1)));
     }
 }
