@@ -77,28 +77,31 @@ bench-ns3:
 	bash bench/ns3/compare.sh
 
 # ffmpeg, for the H.264 decode test (crates/rtcc-net/tests/h264_decode.rs),
-# and GStreamer, for the interop test (tests/python/test_interop.py); both
-# skip without them. Best effort: never fails the build, says why not.
+# GStreamer, for the interop test (tests/python/test_interop.py), and tshark,
+# for the pcap test (tests/python/test_pcap.py; DEBIAN_FRONTEND=noninteractive
+# answers its debconf question about non-root capture with the default, no);
+# all skip without them. Best effort: never fails the build, says why not.
 media-tools:
 	@if command -v ffmpeg >/dev/null 2>&1 && command -v gst-launch-1.0 >/dev/null 2>&1 && \
+	    command -v tshark >/dev/null 2>&1 && \
 	    gst-inspect-1.0 --exists x264enc && gst-inspect-1.0 --exists rtpbin && \
 	    gst-inspect-1.0 --exists avdec_h264 && \
 	    /usr/bin/python3 -c 'import gi; gi.require_version("Gst", "1.0")' 2>/dev/null; then \
-	  echo "media-tools: ffmpeg and GStreamer already installed"; \
+	  echo "media-tools: ffmpeg, GStreamer and tshark already installed"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "media-tools: apt-get not found; install ffmpeg and GStreamer with your package manager"; \
+	  echo "media-tools: apt-get not found; install ffmpeg, GStreamer and tshark with your package manager"; \
 	else \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
 	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	  else echo "media-tools: not root and no sudo; cannot install ffmpeg and GStreamer"; exit 0; fi; \
+	  else echo "media-tools: not root and no sudo; cannot install ffmpeg, GStreamer and tshark"; exit 0; fi; \
 	  if $$SUDO apt-get update -qq && \
 	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends \
 	       ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
 	       gstreamer1.0-plugins-ugly gstreamer1.0-libav python3-gi gir1.2-gstreamer-1.0 \
-	       gir1.2-gst-plugins-base-1.0; then \
-	    echo "media-tools: installed ffmpeg and GStreamer"; \
+	       gir1.2-gst-plugins-base-1.0 tshark; then \
+	    echo "media-tools: installed ffmpeg, GStreamer and tshark"; \
 	  else \
-	    echo "media-tools: apt-get install failed; the decode and interop tests will skip"; \
+	    echo "media-tools: apt-get install failed; the decode, interop and pcap tests will skip"; \
 	  fi; \
 	fi
 

@@ -131,6 +131,7 @@ def run(
     progress: ProgressCallback | None = None,
     cc_trace: bool = False,
     allow_large: bool = False,
+    pcap: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Simulate one scenario and return its results.
 
@@ -157,6 +158,11 @@ def run(
             scenario said ``[output] cc_trace = true``.
         allow_large: Run even when the run is estimated above the resource
             limits (``ScenarioError`` otherwise; docs/scenarios.md, "Limits").
+        pcap: Directory for a packet capture per link, ``<link name>.pcap``
+            (classic pcap: a record per packet the link forwards, at its
+            departure, as Ethernet/IPv4/UDP with real RTP and RTCP headers,
+            or TCP; docs/scenarios.md, "Packet captures"). May be ``out``.
+            Staged like ``out``: an error leaves it as it was.
 
     Returns:
         The run's :class:`Result`.
@@ -201,6 +207,7 @@ def run(
         progress=progress,
         cc_trace=bool(cc_trace),
         allow_large=bool(allow_large),
+        pcap_dir=None if pcap is None else Path(pcap),
     )
     summary: RunSummary = json.loads(summary_json)
     return Result(summary, out_dir, tmp=tmp)

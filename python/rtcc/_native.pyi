@@ -20,6 +20,7 @@ def run(
     progress: Callable[[float, float], object] | None = None,
     cc_trace: bool = False,
     allow_large: bool = False,
+    pcap_dir: str | PathLike[str] | None = None,
 ) -> str:
     """Run one scenario with the GIL released and return its summary as JSON.
 
@@ -28,6 +29,7 @@ def run(
     `out_dir` whatever the scenario's `[output] cc_trace` says. `progress(sim_time_s, duration_s)`
     is called about once per simulated second; an exception it raises stops
     the run and propagates. `allow_large` runs past the resource guard.
+    `pcap_dir` gets a packet capture per link, `<link name>.pcap`.
     """
 
 def version() -> str:
@@ -69,6 +71,7 @@ def send(
     recovery: str | None = None,
     rtcp: str | None = None,
     rtcp_listen: str | None = None,
+    pcap: str | PathLike[str] | None = None,
 ) -> str:
     """Send video over RTP/UDP to `to` under congestion control; statistics as JSON."""
 
@@ -84,5 +87,6 @@ def recv(
     peer: str | None = None,
     rtcp: str | None = None,
     rtcp_listen: str | None = None,
+    pcap: str | PathLike[str] | None = None,
 ) -> str:
     """Receive video on `listen`, send feedback; the run's summary.json as JSON."""

@@ -74,6 +74,7 @@ def send(
     recovery: str | None = None,
     rtcp: str | None = None,
     rtcp_listen: str | None = None,
+    pcap: StrPath | None = None,
 ) -> dict[str, Any]:
     """Send video over RTP/UDP to ``to`` (``host:port``) under congestion control.
 
@@ -105,6 +106,9 @@ def send(
         rtcp_listen: A local ``host:port`` of our own for RTCP (no
             multiplexing, RFC 5761): sender reports leave from there and RTCP
             is read there too.
+        pcap: Write every datagram sent and received to this pcap file (real
+            bytes, wall-clock timestamps, synthesized Ethernet/IP/UDP
+            headers with the real addresses; docs/net.md, "Packet captures").
 
     Returns:
         The sender's statistics.
@@ -126,6 +130,7 @@ def send(
         recovery=recovery,
         rtcp=rtcp,
         rtcp_listen=rtcp_listen,
+        pcap=_path(pcap),
     )
     result: dict[str, Any] = json.loads(text)
     return result
@@ -144,6 +149,7 @@ def recv(
     peer: str | None = None,
     rtcp: str | None = None,
     rtcp_listen: str | None = None,
+    pcap: StrPath | None = None,
 ) -> RunSummary:
     """Receive video on ``listen`` (``host:port``), send feedback, play it out.
 
@@ -168,6 +174,8 @@ def recv(
         rtcp_listen: A local ``host:port`` of our own for RTCP (no
             multiplexing, RFC 5761; by convention the RTP port + 1): our RTCP
             leaves from there and RTCP is read there too, never media.
+        pcap: Write every datagram received and sent to this pcap file (as
+            ``send``'s ``pcap``).
 
     Returns:
         The run's ``summary.json`` as a dict (a real run's
@@ -185,6 +193,7 @@ def recv(
         peer=peer,
         rtcp=rtcp,
         rtcp_listen=rtcp_listen,
+        pcap=_path(pcap),
     )
     result: RunSummary = json.loads(text)
     return result

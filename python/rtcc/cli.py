@@ -112,6 +112,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="run even when the run is estimated above the resource limits "
         '(docs/scenarios.md, "Limits")',
     )
+    run.add_argument(
+        "--pcap",
+        type=Path,
+        metavar="PCAPDIR",
+        help="also write a packet capture per link, PCAPDIR/<link>.pcap "
+        '(docs/scenarios.md, "Packet captures")',
+    )
     run.set_defaults(func=_cmd_run)
     _add_sweep_command(commands)
     _add_net_commands(commands)
@@ -460,6 +467,13 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="a local address of our own for RTCP (no multiplexing): reports leave from there "
         "and RTCP is read there too",
     )
+    send.add_argument(
+        "--pcap",
+        type=Path,
+        metavar="FILE",
+        help="write every datagram sent and received to this pcap file "
+        '(docs/net.md, "Packet captures")',
+    )
     send.set_defaults(func=_cmd_send)
 
     recv = commands.add_parser(
@@ -518,6 +532,13 @@ def _add_net_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="HOST:PORT",
         help="a local address of our own for RTCP (no multiplexing; by convention the RTP "
         "port + 1): our RTCP leaves from there and RTCP is read there too, never media",
+    )
+    recv.add_argument(
+        "--pcap",
+        type=Path,
+        metavar="FILE",
+        help="write every datagram received and sent to this pcap file "
+        '(docs/net.md, "Packet captures")',
     )
     recv.set_defaults(func=_cmd_recv)
 
@@ -639,6 +660,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             progress=on_progress,
             cc_trace=args.cc_trace,
             allow_large=args.allow_large,
+            pcap=args.pcap,
         )
 
     out_console = Console() if sys.stdout.isatty() else Console(width=160)
@@ -667,6 +689,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         recovery=args.recovery,
         rtcp=args.rtcp,
         rtcp_listen=args.rtcp_listen,
+        pcap=args.pcap,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_stats(console, "sender", stats)
@@ -691,6 +714,7 @@ def _cmd_recv(args: argparse.Namespace) -> int:
         peer=args.peer,
         rtcp=args.rtcp,
         rtcp_listen=args.rtcp_listen,
+        pcap=args.pcap,
     )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     _print_summary(console, summary)

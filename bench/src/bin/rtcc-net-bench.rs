@@ -573,6 +573,7 @@ fn loopback_send(seconds: f64) -> Result<Value, String> {
         sdp: None,
         rtcp: None,
         rtcp_listen: None,
+        pcap: None,
     };
     let report = rtcc_net::send::run_blocking(config, Arc::new(AtomicBool::new(false)))
         .map_err(|e| e.to_string())?;
@@ -626,6 +627,7 @@ fn loopback_recv(seconds: f64) -> Result<Value, String> {
         peer: None,
         rtcp: None,
         rtcp_listen: None,
+        pcap: None,
     };
     let rx = thread::spawn(move || {
         rtcc_net::recv::run_blocking(config, Arc::new(AtomicBool::new(false)))

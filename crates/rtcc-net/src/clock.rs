@@ -75,6 +75,14 @@ impl Clock {
         (((secs as u64) & 0xFFFF_FFFF) << 32) | frac as u64
     }
 
+    /// A core instant as nanoseconds since the Unix epoch (a packet
+    /// capture's timestamp, `crate::capture`).
+    pub fn unix_nanos_of(&self, t: Instant) -> u64 {
+        let ns = (self.origin_ntp_nanos + u128::from(t.as_nanos()))
+            .saturating_sub(u128::from(NTP_UNIX_OFFSET_SECS) * 1_000_000_000);
+        u64::try_from(ns).unwrap_or(u64::MAX)
+    }
+
     /// The core instant of a 64-bit NTP timestamp written by [`Clock::ntp_of`],
     /// possibly by another process. Times before this clock's origin map to
     /// zero; the era ambiguity is resolved towards the origin's era.

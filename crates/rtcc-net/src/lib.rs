@@ -9,6 +9,7 @@
 //! A link emulator replays the simulator's link models on a real clock.
 //!
 //! Malformed or unexpected datagrams are dropped and counted, never a panic.
+mod capture;
 pub mod clock;
 pub mod emulate;
 #[doc(hidden)]

@@ -53,6 +53,8 @@ pub struct SendOptions {
     pub rtcp: Option<String>,
     /// `--rtcp-listen HOST:PORT`: our own RTCP address (no multiplexing).
     pub rtcp_listen: Option<String>,
+    /// `--pcap FILE`: a capture of the datagrams sent and received.
+    pub pcap: Option<PathBuf>,
 }
 
 /// Options of `rtcc recv`.
@@ -82,6 +84,8 @@ pub struct RecvOptions {
     pub rtcp: Option<String>,
     /// `--rtcp-listen HOST:PORT`: our own RTCP address (no multiplexing).
     pub rtcp_listen: Option<String>,
+    /// `--pcap FILE`: a capture of the datagrams sent and received.
+    pub pcap: Option<PathBuf>,
 }
 
 /// An optional `host:port` option ([`parse_addr`] when given).
@@ -218,6 +222,7 @@ impl SendOptions {
             sdp: self.sdp.clone(),
             rtcp: opt_addr("--rtcp", self.rtcp.as_deref())?,
             rtcp_listen: opt_addr("--rtcp-listen", self.rtcp_listen.as_deref())?,
+            pcap: self.pcap.clone(),
         })
     }
 }
@@ -254,6 +259,7 @@ impl RecvOptions {
             peer: opt_addr("--peer", self.peer.as_deref())?,
             rtcp: opt_addr("--rtcp", self.rtcp.as_deref())?,
             rtcp_listen: opt_addr("--rtcp-listen", self.rtcp_listen.as_deref())?,
+            pcap: self.pcap.clone(),
         })
     }
 }

@@ -63,6 +63,7 @@ use rtcc_sim::metrics::DelayHistogram;
 use rtcc_sim::output::{self, TimeseriesRow};
 use serde_json::Value;
 
+use crate::capture::Capture;
 use crate::clock::Clock;
 use crate::plain::{self, PlainFrames, PlainOutcome};
 use crate::reports::{ReceptionStatistics, REPORT_INTERVAL};
@@ -118,6 +119,9 @@ pub struct RecvConfig {
     /// either (RFC 5761 §4; RFC 3550 §11's RTP port + 1 by convention): our
     /// RTCP leaves from there and RTCP is read there too (media never is).
     pub rtcp_listen: Option<SocketAddr>,
+    /// Write every datagram received and sent to this pcap file
+    /// (`rtcc recv --pcap`; docs/net.md, "Packet captures").
+    pub pcap: Option<PathBuf>,
 }
 
 /// Whom `on_datagram` hears: the `--peer` pin and the `--rtcp` address.
@@ -276,6 +280,10 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
     };
     let clock = Clock::start();
     let start = clock.now();
+    let mut capture = Capture::open(config.pcap.as_deref(), clock)?;
+    // The sockets' own addresses, for the capture's headers.
+    let media_addr = sock.local_addr().unwrap_or(config.listen);
+    let out_addr = out_sock.local_addr().unwrap_or(media_addr);
     let mut session = ReceiverSession::new(start, config.receiver.clone());
     let mut out = Outputs::open(config.out_dir.as_deref())?;
     let end = config.duration.map(|d| start + d);
@@ -325,8 +333,14 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.nacks_sent += 1;
             }
             for d in &rtcp_out {
-                match out_sock.try_send_to(d, config.rtcp.unwrap_or(s.peer)) {
-                    Ok(_) => stats.feedback_datagrams += 1,
+                let to = config.rtcp.unwrap_or(s.peer);
+                match out_sock.try_send_to(d, to) {
+                    Ok(_) => {
+                        stats.feedback_datagrams += 1;
+                        if let Some(c) = &mut capture {
+                            c.sent(out_addr, to, d);
+                        }
+                    }
                     Err(_) => stats.send_errors += 1,
                 }
             }
@@ -349,8 +363,14 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                         )
                     });
                     if built.is_ok() {
-                        match out_sock.try_send_to(&rr_buf, config.rtcp.unwrap_or(s.peer)) {
-                            Ok(_) => stats.receiver_reports += 1,
+                        let to = config.rtcp.unwrap_or(s.peer);
+                        match out_sock.try_send_to(&rr_buf, to) {
+                            Ok(_) => {
+                                stats.receiver_reports += 1;
+                                if let Some(c) = &mut capture {
+                                    c.sent(out_addr, to, &rr_buf);
+                                }
+                            }
                             Err(_) => stats.send_errors += 1,
                         }
                     }
@@ -393,6 +413,9 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 stats.datagrams += 1;
                 let now = clock.now();
                 let datagram = rx_buf.get(..n).unwrap_or_default();
+                if let Some(c) = &mut capture {
+                    c.received(media_addr, from, datagram);
+                }
                 if on_datagram(datagram, from, addrs, now, &config.wire, &clock, &mut stream, &mut session, &mut stats) {
                     first_media.get_or_insert(now);
                 }
@@ -404,6 +427,9 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
                 };
                 stats.datagrams += 1;
                 let datagram = rtcp_buf.get(..n).unwrap_or_default();
+                if let Some(c) = &mut capture {
+                    c.received(out_addr, from, datagram);
+                }
                 if !wire::is_rtcp(datagram) {
                     // The RTCP port carries RTCP only.
                     stats.malformed += 1;
@@ -413,6 +439,9 @@ pub async fn run(config: RecvConfig, stop: Arc<AtomicBool>) -> Result<RecvReport
             }
             () = tokio::time::sleep_until(deadline) => {}
         }
+    }
+    if let Some(c) = capture {
+        c.finish()?;
     }
     let now = clock.now();
     session.finish(now);

@@ -51,6 +51,7 @@ use rtcc_sim::output::{self, TimeseriesRow};
 use rtcc_sim::MediaSetup;
 use serde_json::json;
 
+use crate::capture::Capture;
 use crate::clock::Clock;
 use crate::h264::source::{H264FileSource, H264SourceConfig};
 use crate::reports::{self, REPORT_INTERVAL};
@@ -113,6 +114,9 @@ pub struct SendConfig {
     /// A local address of our own for RTCP (RFC 5761 §4, non-multiplexed):
     /// sender reports leave from there and RTCP is read there too.
     pub rtcp_listen: Option<SocketAddr>,
+    /// Write every datagram sent and received to this pcap file
+    /// (`rtcc send --pcap`; docs/net.md, "Packet captures").
+    pub pcap: Option<PathBuf>,
 }
 
 impl SendConfig {
@@ -342,6 +346,13 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
     let mut rtcp_buf = vec![0u8; MAX_DATAGRAM];
     let clock = Clock::start();
     let start = clock.now();
+    let mut capture = Capture::open(config.pcap.as_deref(), clock)?;
+    // The sockets' own addresses, for the capture's headers.
+    let media_addr = sock.local_addr().unwrap_or(config.bind);
+    let rtcp_addr = rtcp_sock
+        .as_ref()
+        .and_then(|s| s.local_addr().ok())
+        .unwrap_or(media_addr);
     // The session charges each packet what it really costs on the wire.
     let packetizer = Packetizer {
         header_overhead: Bytes::new(wire::rtp_overhead(&config.wire) as u64),
@@ -461,6 +472,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             if !send_datagram(&sock, &tx_buf, config.to, &mut stats).await {
                 continue;
             }
+            if let Some(c) = &mut capture {
+                c.sent(media_addr, config.to, &tx_buf);
+            }
             match written {
                 Written::Padding => stats.padding_sent += 1,
                 Written::Retransmission => stats.retransmissions_sent += 1,
@@ -501,8 +515,14 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
             .and_then(|_| wire::encode_sdes_cname(&sdes_ssrcs, wire::DEFAULT_CNAME, &mut sr_buf));
             if built.is_ok() {
                 let out_sock = rtcp_sock.as_ref().unwrap_or(&sock);
-                match out_sock.try_send_to(&sr_buf, config.rtcp.unwrap_or(config.to)) {
-                    Ok(_) => stats.sender_reports += 1,
+                let to = config.rtcp.unwrap_or(config.to);
+                match out_sock.try_send_to(&sr_buf, to) {
+                    Ok(_) => {
+                        stats.sender_reports += 1;
+                        if let Some(c) = &mut capture {
+                            c.sent(rtcp_addr, to, &sr_buf);
+                        }
+                    }
                     Err(_) => stats.send_errors += 1,
                 }
             }
@@ -545,6 +565,9 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     stats.send_errors += 1;
                     continue;
                 };
+                if let Some(c) = &mut capture {
+                    c.received(media_addr, from, &rx_buf[..n]);
+                }
                 accept_rtcp(&rx_buf[..n], from, &config, &clock, &mut decoder, &mut session, &mut stats);
             }
             r = crate::recv_opt(rtcp_sock.as_ref(), &mut rtcp_buf) => {
@@ -552,10 +575,16 @@ pub async fn run(config: SendConfig, stop: Arc<AtomicBool>) -> Result<SendReport
                     stats.send_errors += 1;
                     continue;
                 };
+                if let Some(c) = &mut capture {
+                    c.received(rtcp_addr, from, &rtcp_buf[..n]);
+                }
                 accept_rtcp(&rtcp_buf[..n], from, &config, &clock, &mut decoder, &mut session, &mut stats);
             }
             () = tokio::time::sleep_until(deadline) => {}
         }
+    }
+    if let Some(c) = capture {
+        c.finish()?;
     }
     let elapsed = clock.now() - start;
     let report = SendReport {

@@ -83,6 +83,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         peer: None,
         rtcp: None,
         rtcp_listen: None,
+        pcap: None,
     };
     let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
     thread::sleep(std::time::Duration::from_millis(300));
@@ -98,6 +99,7 @@ fn start(nack: bool, send_secs: u64) -> Handles {
         sdp: None,
         rtcp: None,
         rtcp_listen: None,
+        pcap: None,
     };
     let tx = thread::spawn(move || send::run_blocking(tx_cfg, Arc::new(AtomicBool::new(false))));
     (emu, rx, tx, dir)

@@ -58,6 +58,7 @@ fn sender(to: SocketAddr, millis: u64) -> SendConfig {
         sdp: None,
         rtcp: None,
         rtcp_listen: None,
+        pcap: None,
     }
 }
 
@@ -72,6 +73,7 @@ fn receiver(listen: SocketAddr, millis: Option<u64>) -> RecvConfig {
         peer: None,
         rtcp: None,
         rtcp_listen: None,
+        pcap: None,
     }
 }
 

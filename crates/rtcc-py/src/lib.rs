@@ -45,7 +45,8 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 /// `origin` in error messages) must be given. With `out_dir`, the run writes
 /// `summary.json`, `timeseries.csv` and `frames.csv` there, and
 /// `cc_trace.csv` if `cc_trace` or the scenario's `[output] cc_trace` is
-/// true. `seed` overrides
+/// true. With `pcap_dir`, a packet capture per link, `<link name>.pcap`,
+/// goes there (docs/scenarios.md "Packet captures"). `seed` overrides
 /// the scenario's seed. `progress(sim_time_s, duration_s)` is called about
 /// once per simulated second with the GIL held; everything else runs without
 /// it.
@@ -59,6 +60,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
     progress = None,
     cc_trace = false,
     allow_large = false,
+    pcap_dir = None,
 ))]
 #[expect(
     clippy::too_many_arguments,
@@ -74,6 +76,7 @@ fn run(
     progress: Option<Py<PyAny>>,
     cc_trace: bool,
     allow_large: bool,
+    pcap_dir: Option<PathBuf>,
 ) -> PyResult<String> {
     let source = match (scenario_path, toml_text) {
         (Some(path), None) => Source::File(path),
@@ -97,6 +100,7 @@ fn run(
         progress_interval: PROGRESS_INTERVAL,
         cc_trace,
         allow_large,
+        pcap_dir,
         ..RunOptions::default()
     };
 

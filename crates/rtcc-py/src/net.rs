@@ -154,6 +154,7 @@ pub(crate) fn emulate(
     recovery = None,
     rtcp = None,
     rtcp_listen = None,
+    pcap = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
@@ -174,6 +175,7 @@ pub(crate) fn send(
     recovery: Option<String>,
     rtcp: Option<String>,
     rtcp_listen: Option<String>,
+    pcap: Option<PathBuf>,
 ) -> PyResult<String> {
     let opts = SendOptions {
         to,
@@ -192,6 +194,7 @@ pub(crate) fn send(
         recovery,
         rtcp,
         rtcp_listen,
+        pcap,
     };
     let config = opts
         .build()
@@ -219,6 +222,7 @@ pub(crate) fn send(
     peer = None,
     rtcp = None,
     rtcp_listen = None,
+    pcap = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recv(
@@ -234,6 +238,7 @@ pub(crate) fn recv(
     peer: Option<String>,
     rtcp: Option<String>,
     rtcp_listen: Option<String>,
+    pcap: Option<PathBuf>,
 ) -> PyResult<String> {
     let opts = RecvOptions {
         listen,
@@ -247,6 +252,7 @@ pub(crate) fn recv(
         peer,
         rtcp,
         rtcp_listen,
+        pcap,
     };
     let config = opts
         .build()

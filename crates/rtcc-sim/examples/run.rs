@@ -44,6 +44,8 @@ fn main() -> ExitCode {
         cc_trace: std::env::var_os("RTCC_CC_TRACE").is_some(),
         // RTCC_ALLOW_LARGE=1 runs past the resource guard.
         allow_large: std::env::var_os("RTCC_ALLOW_LARGE").is_some(),
+        // RTCC_PCAP=DIR writes a packet capture per link there.
+        pcap_dir: std::env::var_os("RTCC_PCAP").map(PathBuf::from),
     };
     match run(&scenario, &opts, &mut |_| {}) {
         Ok(report) => {

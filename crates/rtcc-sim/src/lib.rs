@@ -24,6 +24,7 @@ mod live;
 pub mod metrics;
 mod outdir;
 pub mod output;
+pub mod pcap;
 pub mod scenario;
 pub mod tcp;
 mod world;
@@ -56,6 +57,12 @@ pub struct RunOptions {
     /// Run even if [`limits::estimate`] puts the run above
     /// [`limits::MAX_PACKETS`] or [`limits::MAX_OUTPUT_BYTES`].
     pub allow_large: bool,
+    /// Where to write a packet capture per link, `<link name>.pcap`
+    /// (classic pcap, a record per packet the link forwards, at its
+    /// departure; docs/scenarios.md "Packet captures"); `None` = none. May
+    /// be `out_dir`. Staged like `out_dir`: the files appear when the run
+    /// succeeds, and an error leaves the folder as it was.
+    pub pcap_dir: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -67,6 +74,7 @@ impl Default for RunOptions {
             lookahead: true,
             cc_trace: false,
             allow_large: false,
+            pcap_dir: None,
         }
     }
 }
@@ -154,7 +162,7 @@ pub fn run_interruptible(
         cc_trace: None,
     };
     if !opts.allow_large {
-        let size = limits::estimate(scenario, opts.cc_trace)?;
+        let size = limits::estimate(scenario, opts.cc_trace, opts.pcap_dir.is_some())?;
         if let Some(why) = size.refusal() {
             return Err(SimError::Scenario(scenario.error(None, "", why)));
         }
@@ -187,8 +195,23 @@ pub fn run_interruptible(
             )));
         }
     }
+    // The captures are staged apart from `out_dir` (they may go elsewhere),
+    // with no optional outputs to clear: a `pcap_dir` equal to `out_dir`
+    // then receives them after the other outputs, and keeps them.
+    let pcap_stage = match &opts.pcap_dir {
+        Some(dir) => Some(
+            outdir::StagedDir::with_optional(dir, &[])
+                .map_err(|(path, source)| SimError::Io { path, source })?,
+        ),
+        None => None,
+    };
     let mut world = world::World::build(scenario, seed, sinks)?;
     world.lookahead = opts.lookahead;
+    if let Some(stage) = &pcap_stage {
+        world
+            .open_pcap(stage.path())
+            .map_err(|(path, source)| SimError::Io { path, source })?;
+    }
     let duration = scenario.duration();
     let mut interrupted = false;
     let result = world.run(opts.progress_interval, &mut |now| {
@@ -213,6 +236,12 @@ pub fn run_interruptible(
         let text = serde_json::to_string_pretty(&summary)
             .map_err(|e| SimError::Internal(e.to_string()))?;
         std::fs::write(&p, text + "\n").map_err(io(p.clone()))?;
+        stage
+            .commit()
+            .map_err(|(path, source)| SimError::Io { path, source })?;
+    }
+    if let Some(stage) = pcap_stage {
+        world.close_sinks();
         stage
             .commit()
             .map_err(|(path, source)| SimError::Io { path, source })?;

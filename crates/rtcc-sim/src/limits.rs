@@ -16,7 +16,7 @@
 
 use rtcc_core::{Bitrate, Bytes, Duration};
 
-use crate::scenario::{FlowKind, Scenario, ScenarioError};
+use crate::scenario::{FlowKind, Scenario, ScenarioError, TopologyKind};
 
 /// Longest run: 30 days. A soak test needs a day; more is a unit slip
 /// (`"1000000000h"`), and the resource guard sizes what lies inside.
@@ -96,6 +96,9 @@ const FRAME_ROW_BYTES: u64 = 80;
 const CC_TRACE_ROWS_PER_SAMPLE: u64 = 40;
 /// Bytes of one `cc_trace.csv` row.
 const CC_TRACE_ROW_BYTES: u64 = 40;
+/// Bytes a packet capture adds to a packet of its size: the pcap record
+/// header (16) and the Ethernet header (14) (`crate::pcap`).
+const PCAP_RECORD_OVERHEAD: u64 = 16 + 14;
 
 /// What a run is estimated to cost, before it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,12 +107,19 @@ pub struct Estimate {
     /// 1000 B packets, for the whole run. An upper bound for any run whose
     /// flows do not overrun their links by more than the queue.
     pub packets: u64,
-    /// Bytes of `timeseries.csv`, `frames.csv` and `cc_trace.csv`.
+    /// Bytes of `timeseries.csv`, `frames.csv`, `cc_trace.csv` and, with
+    /// `pcap`, the packet captures (every transmission a record of
+    /// 1000 B + its headers: the links full, as for `packets`).
     pub output_bytes: u64,
 }
 
-/// Size a run of `scenario` (traces are loaded to learn their mean rate).
-pub fn estimate(scenario: &Scenario, cc_trace: bool) -> Result<Estimate, ScenarioError> {
+/// Size a run of `scenario` (traces are loaded to learn their mean rate),
+/// with `cc_trace.csv` if `cc_trace` and per-link packet captures if `pcap`.
+pub fn estimate(
+    scenario: &Scenario,
+    cc_trace: bool,
+    pcap: bool,
+) -> Result<Estimate, ScenarioError> {
     let secs = scenario.duration.as_secs_f64();
     let mut packets = 0.0;
     for i in 0..scenario.links.len() {
@@ -147,7 +157,18 @@ pub fn estimate(scenario: &Scenario, cc_trace: bool) -> Result<Estimate, Scenari
     } else {
         0.0
     };
-    let output = timeseries + frames * FRAME_ROW_BYTES as f64 + trace;
+    let captures = if pcap {
+        // A record per link a packet crosses: in a dumbbell, the bottleneck
+        // and two access links, each with a capture file of its own.
+        let hops = match scenario.topology.kind {
+            TopologyKind::Dumbbell => 3.0,
+            _ => 1.0,
+        };
+        hops * packets * (ESTIMATE_PACKET_BYTES + PCAP_RECORD_OVERHEAD) as f64
+    } else {
+        0.0
+    };
+    let output = timeseries + frames * FRAME_ROW_BYTES as f64 + trace + captures;
     Ok(Estimate {
         packets: packets.min(u64::MAX as f64) as u64,
         output_bytes: output.min(u64::MAX as f64) as u64,

@@ -29,6 +29,8 @@ pub(crate) struct StagedDir {
     staging: PathBuf,
     /// The outermost parent folder this run created (removed on failure).
     created_parent: Option<PathBuf>,
+    /// Files removed from an existing `target` unless this run wrote them.
+    optional: &'static [&'static str],
     done: bool,
 }
 
@@ -37,6 +39,16 @@ impl StagedDir {
     /// needs). Fails, leaving nothing behind, if `target` exists and is not a
     /// folder or the parent cannot be written.
     pub(crate) fn new(target: &Path) -> Result<StagedDir, (PathBuf, io::Error)> {
+        StagedDir::with_optional(target, OPTIONAL_OUTPUTS)
+    }
+
+    /// Like [`StagedDir::new`], with `optional` the files removed from an
+    /// existing `target` when this run did not write them (none for a
+    /// folder of packet captures, which may be the outputs' own).
+    pub(crate) fn with_optional(
+        target: &Path,
+        optional: &'static [&'static str],
+    ) -> Result<StagedDir, (PathBuf, io::Error)> {
         if target.exists() && !target.is_dir() {
             return Err((
                 target.to_path_buf(),
@@ -56,6 +68,7 @@ impl StagedDir {
             target: target.to_path_buf(),
             staging: PathBuf::new(),
             created_parent,
+            optional,
             done: false,
         };
         let base = target
@@ -107,7 +120,7 @@ impl StagedDir {
                 fs::rename(entry.path(), &dest).map_err(|e| (dest.clone(), e))?;
                 produced.push(name);
             }
-            for stale in OPTIONAL_OUTPUTS {
+            for stale in self.optional {
                 if !produced.iter().any(|n| n == *stale) {
                     let p = self.target.join(stale);
                     match fs::remove_file(&p) {

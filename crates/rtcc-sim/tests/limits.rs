@@ -65,7 +65,7 @@ fn every_committed_scenario_is_within_the_limits() {
         };
         // As committed (the soak's day with `--cc-trace` would be above the
         // output limit, 4.3 GB, and rightly asks for --allow-large).
-        let size = estimate(&sc, false).unwrap_or_else(|e| panic!("{e}"));
+        let size = estimate(&sc, false, false).unwrap_or_else(|e| panic!("{e}"));
         assert!(
             size.refusal().is_none(),
             "{}: {:?} would be refused",
@@ -86,7 +86,7 @@ fn the_estimate_bounds_a_real_run() {
         ..Default::default()
     };
     let report = run(&sc, &opts, &mut |_| {}).unwrap();
-    let size = estimate(&sc, false).unwrap();
+    let size = estimate(&sc, false, false).unwrap();
     let written: u64 = ["timeseries.csv", "frames.csv"]
         .iter()
         .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
@@ -103,6 +103,24 @@ fn the_estimate_bounds_a_real_run() {
         "estimated {} packets, sent {sent}",
         size.packets
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Packet captures count too: again an upper bound, not a wild one.
+    let opts = RunOptions {
+        out_dir: Some(dir.clone()),
+        pcap_dir: Some(dir.join("pcap")),
+        ..Default::default()
+    };
+    run(&sc, &opts, &mut |_| {}).unwrap();
+    let captured: u64 = std::fs::read_dir(dir.join("pcap"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let with_pcap = estimate(&sc, false, true).unwrap();
+    let pcap_estimate = with_pcap.output_bytes - size.output_bytes;
+    assert!(
+        pcap_estimate >= captured && pcap_estimate < 20 * captured,
+        "estimated {pcap_estimate} B of captures, wrote {captured} B"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -113,7 +131,7 @@ fn the_guard_refuses_large_runs_before_writing_anything() {
         .replace("duration = \"2s\"", "duration = \"24h\"")
         .replace("rate = \"1Mbps\"", "rate = \"100Gbps\"");
     let sc = Scenario::from_toml_str(&huge, "<huge>").unwrap();
-    assert!(estimate(&sc, false).unwrap().packets > MAX_PACKETS);
+    assert!(estimate(&sc, false, false).unwrap().packets > MAX_PACKETS);
     // A day sampled every millisecond: above the output limit.
     let verbose = SMALL
         .replace("duration = \"2s\"", "duration = \"24h\"")
@@ -122,7 +140,7 @@ fn the_guard_refuses_large_runs_before_writing_anything() {
             "[output]\nsample_interval = \"1ms\"\n\n[[flow]]",
         );
     let sv = Scenario::from_toml_str(&verbose, "<verbose>").unwrap();
-    let size = estimate(&sv, false).unwrap();
+    let size = estimate(&sv, false, false).unwrap();
     assert!(size.packets <= MAX_PACKETS && size.output_bytes > MAX_OUTPUT_BYTES);
     for (sc, word) in [(&sc, "packet transmissions"), (&sv, "of output")] {
         let dir = tmp("guard");

@@ -436,6 +436,7 @@ impl World {
             sinks,
             delivered_packets: 0,
             io_error: None,
+            pcap: None,
         };
         for fi in 0..world.flows.len() {
             for dir in [Dir::Fwd, Dir::Rev] {

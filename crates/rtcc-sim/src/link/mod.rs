@@ -563,6 +563,13 @@ impl Link {
         }
     }
 
+    /// Departure of the last packet the link admitted: the instant its last
+    /// bit left (or will leave) the transmitter. Right after a
+    /// [`LinkOutcome::Delivered`], the departure of that packet.
+    pub fn last_departure(&self) -> Instant {
+        Instant::from_nanos(self.last_departure)
+    }
+
     /// Bytes queued or in transmission at `now` (non-decreasing, like `transmit`'s).
     pub fn backlog(&mut self, now: Instant) -> Bytes {
         self.drain(now.as_nanos());

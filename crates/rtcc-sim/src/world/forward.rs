@@ -9,7 +9,9 @@
 //!   that instant, or is taken at once when the next link carries only this
 //!   path's packets (cut-through: its arrivals are already in time order).
 //!   Each hop adds the packet's size to its counter in `World::offered`, the
-//!   one per-packet cost of the available bandwidth (`monitor`).
+//!   one per-packet cost of the available bandwidth (`monitor`); with packet
+//!   captures on, a packet the link accepts is recorded in its capture
+//!   (`capture.rs`), a call behind one test of `World::pcap` otherwise.
 //! - Delivery: at the end of its path a packet waits in its endpoint's waiting
 //!   list, behind the earlier ones, for its `Deliver` event; or, when nothing
 //!   can reach that endpoint before it (`can_deliver_early`), it is delivered
@@ -162,6 +164,9 @@ impl World {
             self.offered[at_hop] += size.get();
             match self.links[link].transmit(t, size) {
                 LinkOutcome::Delivered { at } => {
+                    if self.pcap.is_some() {
+                        self.capture(idx, link);
+                    }
                     let next = hop + 1;
                     if next < len
                         && self.dedicated[self.paths[(first + u32::from(next)) as usize] as usize]

@@ -21,7 +21,10 @@
 //!   `multipath`, `live`, `tcp`, `cbr`, `tfrc`) behind the per-kind dispatch of
 //!   `endpoint/mod.rs` (start, delivery, timers, finish);
 //! - [`monitor`]: what is sampled and written while the run goes on
-//!   (`timeseries.csv`, `frames.csv`, `cc_trace.csv`).
+//!   (`timeseries.csv`, `frames.csv`, `cc_trace.csv`);
+//! - `capture.rs`: the links' packet captures (`RunOptions::pcap_dir`), a
+//!   record per packet a link forwards, which `hop` asks for only when
+//!   captures are on.
 //!
 //! Building a world from a scenario (links, routes, flow setups) is
 //! [`crate::build`]; the summary of a finished run is [`crate::output`].
@@ -61,6 +64,7 @@ use crate::scenario::FlowKind;
 use crate::tcp::{TcpReceiver, TcpSender};
 
 mod arena;
+mod capture;
 mod endpoint;
 mod forward;
 mod monitor;
@@ -291,6 +295,8 @@ pub(crate) struct World {
     pub(crate) sinks: Sinks,
     pub(crate) delivered_packets: u64,
     pub(crate) io_error: Option<std::io::Error>,
+    /// The links' capture files (`RunOptions::pcap_dir`), if asked for.
+    pub(crate) pcap: Option<Box<capture::PcapLinks>>,
 }
 
 impl World {
@@ -363,6 +369,7 @@ impl World {
         {
             s.flush()?;
         }
+        self.flush_pcap()?;
         Ok(())
     }
 
@@ -371,6 +378,7 @@ impl World {
         self.sinks.timeseries = None;
         self.sinks.frames = None;
         self.sinks.cc_trace = None;
+        self.pcap = None;
     }
 
     /// Number of events processed.
