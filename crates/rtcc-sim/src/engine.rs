@@ -13,7 +13,7 @@
 //! 1975; Knuth TAOCP vol. 3 §5.2.3, ex. 28) whose keys are stored apart from
 //! the payloads: a sift compares four sibling keys that sit in one 64-byte
 //! cache line. Stream heads, almost every pop, sit in a calendar queue
-//! ([`Heads`]): a pop scans a bitmap for the next non-empty bucket and walks
+//! (`Heads`): a pop scans a bitmap for the next non-empty bucket and walks
 //! its short list, about a third of the instructions of a heap sift on the
 //! 100-flow benchmark (docs/results/performance.md).
 
@@ -336,12 +336,12 @@ impl<V: Copy> DHeap<V> {
 /// structures order by (time, seq): the pop order is exactly that of one big
 /// (time, seq) heap.
 ///
-/// Stream heads (a calendar, [`Heads`]) and single events (timers, a heap)
+/// Stream heads (a calendar, `Heads`) and single events (timers, a heap)
 /// are kept apart, and a pop takes the smaller of the two minima: timers are
 /// mostly far in the future, while almost every pop is a head replaced by its
 /// successor. The smallest head is kept up to date, so [`EventQueue::peek`]
 /// is cheap, and the queue prefetches the entry that will replace the next
-/// head to pop (see [`prefetch`]).
+/// head to pop (see `prefetch`).
 #[derive(Debug)]
 pub struct EventQueue<E> {
     heads: Heads,

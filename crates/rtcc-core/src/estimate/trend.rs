@@ -1,7 +1,7 @@
 //! One-way-delay trend tests over a packet train.
 //!
 //! [`full_search`] is the full-search statistic of
-//! `papers/svc-topdown-probing.txt` eq. 11 (after its reference [11]): over a
+//! `papers/svc-topdown-probing.txt` eq. 11 (after its reference \[11\]): over a
 //! train of M one-way delays D_1..D_M,
 //!
 //! FS = Σ_{k=2..M} Σ_{l=1..k−1} I(D_k > D_l) / (M(M−1)/2),

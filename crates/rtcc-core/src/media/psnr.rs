@@ -206,7 +206,7 @@ pub struct PsnrConfig {
     /// quality of a single-layer stream, as a fraction in `[0, 1]`. H.
     /// Schwarz, D. Marpe, T. Wiegand, "Overview of the Scalable Video Coding
     /// Extension of the H.264/AVC Standard", IEEE TCSVT 17(9), 2007 (the CDM
-    /// paper's [15]) put it at roughly 10 % for typical configurations, more
+    /// paper's \[15\]) put it at roughly 10 % for typical configurations, more
     /// with many quality layers: 0.1–0.2. Default 0: the curve as measured
     /// (docs/algorithms/psnr-model.md, "Interpretations").
     pub svc_overhead: f64,
