@@ -951,25 +951,21 @@ fn traces_longer_than_the_clock_allows_are_errors() {
     }
 }
 
-#[test]
-fn a_backlog_beyond_the_clock_departs_never() {
-    // Found by the trace_mahimahi smoke run: one opportunity every 38
-    // years and 40 packets queued: the 15th departs past u64::MAX ns, which
-    // overflowed. Departures now saturate at the end of time ("never", as a
-    // zero rate gives), in order.
-    let rate = parse_trace(
-        Path::new("sparse"),
-        "1211121122222\n",
-        TraceFormat::Mahimahi,
-    )
-    .unwrap();
-    let mut link = Link::new(
+/// A link whose rate is the trace `text`.
+fn trace_link(name: &str, text: &str, format: TraceFormat) -> Link {
+    let rate = parse_trace(Path::new(name), text, format).unwrap();
+    Link::new(
         LinkConfig {
             rate,
             ..LinkConfig::default()
         },
         stream(1, 0),
-    );
+    )
+}
+
+/// Forty 1200 B packets, one a millisecond, are all accepted, leave in
+/// order, and the last one at the end of time ("never").
+fn assert_forty_packets_depart_in_order_by_the_end_of_time(link: &mut Link) {
     let mut last = Instant::ZERO;
     for i in 0..40 {
         let LinkOutcome::Delivered { at } = link.transmit(ms(i), Bytes::new(1200)) else {
@@ -982,24 +978,22 @@ fn a_backlog_beyond_the_clock_departs_never() {
 }
 
 #[test]
+fn a_backlog_beyond_the_clock_departs_never() {
+    // Found by the trace_mahimahi smoke run: one opportunity every 38
+    // years and 40 packets queued: the 15th departs past u64::MAX ns, which
+    // overflowed. Departures now saturate at the end of time ("never", as a
+    // zero rate gives), in order.
+    let mut link = trace_link("sparse", "1211121122222\n", TraceFormat::Mahimahi);
+    assert_forty_packets_depart_in_order_by_the_end_of_time(&mut link);
+}
+
+#[test]
 fn a_schedule_of_nanosecond_steps_serves_a_packet_in_one_go() {
     // Found by the trace_throughput fuzz target (a timeout): samples 1 ns
     // apart give a schedule of 5 Mbit/s for 1 ns, 0 for 1 ns, looping, and
     // a 1200 B packet was served one step at a time over ~2 million loops
     // (seconds per packet). Whole loops are now skipped at once.
-    let rate = parse_trace(
-        Path::new("ns"),
-        "0 5\n.00000000128\t00",
-        TraceFormat::Throughput,
-    )
-    .unwrap();
-    let mut link = Link::new(
-        LinkConfig {
-            rate,
-            ..LinkConfig::default()
-        },
-        stream(1, 0),
-    );
+    let mut link = trace_link("ns", "0 5\n.00000000128\t00", TraceFormat::Throughput);
     // 9 600 bit at 5 Mbit/s half of the time: 3.84 ms.
     let LinkOutcome::Delivered { at } = link.transmit(Instant::ZERO, Bytes::new(1200)) else {
         panic!("dropped");
@@ -1018,28 +1012,8 @@ fn a_schedule_backlog_beyond_the_clock_departs_never() {
     // 35 years (625 B per loop), 40 packets of 1200 B queued. Departures
     // saturate at the end of time, and moving the next packet's cursor from
     // there added a loop period past u64::MAX.
-    let rate = parse_trace(
-        Path::new("far"),
-        "0 5\n.0010 0\n555555552\t0",
-        TraceFormat::Throughput,
-    )
-    .unwrap();
-    let mut link = Link::new(
-        LinkConfig {
-            rate,
-            ..LinkConfig::default()
-        },
-        stream(1, 0),
-    );
-    let mut last = Instant::ZERO;
-    for i in 0..40 {
-        let LinkOutcome::Delivered { at } = link.transmit(ms(i), Bytes::new(1200)) else {
-            panic!("packet {i} dropped");
-        };
-        assert!(at >= last, "packet {i} at {at} before {last}");
-        last = at;
-    }
-    assert_eq!(last, Instant::from_nanos(u64::MAX));
+    let mut link = trace_link("far", "0 5\n.0010 0\n555555552\t0", TraceFormat::Throughput);
+    assert_forty_packets_depart_in_order_by_the_end_of_time(&mut link);
 }
 
 // ---------------------------------------------------------------- determinism
