@@ -93,7 +93,20 @@ fn direct_loopback_run_delivers_frames_and_feedback() {
         send::run_blocking(sender(rx_addr, "gcc", 4), Arc::new(AtomicBool::new(false))).unwrap();
     let rx = rx.join().unwrap().unwrap();
 
-    assert!(tx.stats.datagrams_sent > 100, "{:?}", tx.stats);
+    let sent_kbps = tx.stats.bytes_sent as f64 * 8.0 / tx.elapsed.as_secs_f64() / 1000.0;
+    let (sim_sent, _, sim_target) = simulated_gcc("1Gbps", "0ms", 4);
+    // Loopback is an unconstrained path: the simulator's run on a 1 Gbps
+    // link with no delay (seeds 1-3) is the reference for the sending rate
+    // (mean over the 4 s, -15 %/+10 %) and for where GCC's target ends.
+    assert!(
+        sent_kbps >= 0.85 * sim_sent.0 && sent_kbps <= 1.1 * sim_sent.1,
+        "sent {sent_kbps} kbps, simulated {sim_sent:?}"
+    );
+    let target = tx.final_target.as_kbps_f64();
+    assert!(
+        target >= 0.9 * sim_target.0 && target <= 1.1 * sim_target.1,
+        "final target {target} kbps, simulated {sim_target:?}"
+    );
     assert!(tx.stats.feedback_reports > 40, "{:?}", tx.stats);
     assert_eq!(tx.stats.malformed, 0);
     assert_eq!(tx.session.unknown_feedback_entries, 0, "{:?}", tx.session);
@@ -105,8 +118,12 @@ fn direct_loopback_run_delivers_frames_and_feedback() {
     assert!(tx.stats.receiver_reports >= 3, "{:?}", tx.stats);
     assert!((1..50_000).contains(&tx.stats.rr_rtt_us), "{:?}", tx.stats);
     assert_eq!(tx.stats.rr_cumulative_lost, 0, "{:?}", tx.stats);
+    // Nothing is lost on loopback and the receiver outlives the sender by a
+    // second: every datagram sent arrives, and none arrives that was not sent
+    // (a slack of 3 for the kernel's buffers under load).
+    let arrived = rx.stats.media_packets + rx.stats.padding_packets + rx.stats.rtx_packets;
     assert!(
-        rx.stats.media_packets + rx.stats.padding_packets + 5 >= tx.stats.datagrams_sent,
+        arrived <= tx.stats.datagrams_sent && arrived + 3 >= tx.stats.datagrams_sent,
         "{:?} vs {:?}",
         rx.stats,
         tx.stats
@@ -117,12 +134,6 @@ fn direct_loopback_run_delivers_frames_and_feedback() {
     // delta frame) at 2.5x a ~300 kbps target takes ~100 ms to send.
     let p95 = flow["frame_delay_ms"]["p95"].as_f64().unwrap();
     assert!(p95 < 200.0, "{flow}");
-    // GCC grows from its start rate on an unconstrained path.
-    assert!(
-        tx.final_target > Bitrate::kbps(300),
-        "{:?}",
-        tx.final_target
-    );
     for f in ["summary.json", "timeseries.csv", "frames.csv"] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(text.lines().count() > 1 || f == "summary.json", "{f}");
@@ -151,9 +162,6 @@ fn gcc_through_the_emulator_tracks_a_one_megabit_link() {
     let rx_cfg = receiver(rx_addr, 11, None);
     let rx = thread::spawn(move || recv::run_blocking(rx_cfg, Arc::new(AtomicBool::new(false))));
     thread::sleep(std::time::Duration::from_millis(300));
-    // From GCC's 300 kbps start, 10 s on this link end at 350-480 kbps in the
-    // simulator (key frames every 2 s trigger decreases); the real run must
-    // stay in that neighbourhood and never exceed the capacity.
     let mut tx_cfg = sender(emu_addr, "gcc", 10);
     tx_cfg.out_dir = std::env::var_os("RTCC_TEST_OUT").map(std::path::PathBuf::from);
     let tx = send::run_blocking(tx_cfg, Arc::new(AtomicBool::new(false))).unwrap();
@@ -161,12 +169,21 @@ fn gcc_through_the_emulator_tracks_a_one_megabit_link() {
     let emu = emu.join().unwrap().unwrap();
 
     let target = tx.final_target.as_kbps_f64();
-    assert!(
-        (250.0..1000.0).contains(&target),
-        "final target {target} kbps"
-    );
     let goodput = rx.summary["flows"][0]["goodput_kbps"].as_f64().unwrap();
-    assert!((200.0..1000.0).contains(&goodput), "goodput {goodput} kbps");
+    // The same run in the simulator (seeds 1-3) is the reference: the real
+    // one may differ by its timer ticks and scheduling, not by a different
+    // behaviour. Its target ends within -20 %/+10 % of the simulated ones
+    // and never above the capacity; its goodput, counted by the receiver
+    // over its 11 s against the simulator's 10, within -25 %/+5 %.
+    let (_, (sim_g_lo, sim_g_hi), (sim_t_lo, sim_t_hi)) = simulated_gcc("1000kbps", "20ms", 10);
+    assert!(
+        target >= 0.8 * sim_t_lo && target <= (1.1 * sim_t_hi).min(1000.0),
+        "final target {target} kbps, simulated {sim_t_lo}-{sim_t_hi}"
+    );
+    assert!(
+        goodput >= 0.75 * sim_g_lo && goodput <= 1.05 * sim_g_hi,
+        "goodput {goodput} kbps, simulated {sim_g_lo}-{sim_g_hi}"
+    );
     assert!(emu.forward.datagrams_out > 500, "{:?}", emu.forward);
 }
 
@@ -372,4 +389,56 @@ fn pcap_files_hold_every_datagram_sent_and_received() {
         .iter()
         .any(|d| d.0 == rx_addr.port() && (200..=206).contains(&d.2[1])));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A GCC flow for `secs` through one link of `rate` and `delay` (60 KB
+/// queue) in the simulator, seeds 1-3: the (min, max) of the flow's sending
+/// rate, its goodput and its target at the end, kbps.
+fn simulated_gcc(rate: &str, delay: &str, secs: u64) -> ((f64, f64), (f64, f64), (f64, f64)) {
+    let text = format!(
+        r#"
+name = "loopback-reference"
+duration = "{secs}s"
+[output]
+sample_interval = "100ms"
+[[link]]
+name = "bottleneck"
+rate = "{rate}"
+delay = "{delay}"
+queue = "60KB"
+[[flow]]
+name = "media"
+kind = "media"
+cc = "gcc"
+header_overhead = "68B"
+"#
+    );
+    let sc = rtcc_sim::Scenario::from_toml_str(&text, "loopback-reference.toml").unwrap();
+    let span = |(lo, hi): (f64, f64), x: f64| (lo.min(x), hi.max(x));
+    let (mut sent, mut goodput, mut target) = ((f64::MAX, 0.0), (f64::MAX, 0.0), (f64::MAX, 0.0));
+    for seed in 1..=3 {
+        let dir = tempfile_dir(&format!("sim-{seed}"));
+        let opts = rtcc_sim::RunOptions {
+            seed: Some(seed),
+            out_dir: Some(dir.clone()),
+            ..Default::default()
+        };
+        let report = rtcc_sim::run(&sc, &opts, &mut |_| {}).unwrap();
+        let flow = &report.summary["flows"][0];
+        let kbps = |key: &str| flow[key].as_f64().unwrap();
+        let ts = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+        let header: Vec<&str> = ts.lines().next().unwrap().split(',').collect();
+        let cell = |line: &str, name: &str| -> f64 {
+            let col = header.iter().position(|h| *h == name).unwrap();
+            line.split(',').nth(col).unwrap().parse().unwrap()
+        };
+        let rows: Vec<&str> = ts.lines().skip(1).collect();
+        let t = cell(rows[rows.len() - 1], "target_kbps");
+        let mean_sent =
+            rows.iter().map(|r| cell(r, "send_rate_kbps")).sum::<f64>() / rows.len() as f64;
+        sent = span(sent, mean_sent);
+        goodput = span(goodput, kbps("goodput_kbps"));
+        target = span(target, t);
+    }
+    (sent, goodput, target)
 }

@@ -1195,7 +1195,35 @@ fn wild_feedback_from_the_peer_cannot_panic_the_sender() {
         "{:?}",
         tx.session
     );
-    // ... and the sender kept sending with a finite, positive target.
-    assert!(tx.stats.datagrams_sent > 100, "{:?}", tx.stats);
-    assert!(tx.final_target > Bitrate::ZERO, "{}", tx.final_target);
+    // ... and did not steer it: the same run against an honest receiver
+    // alone sends as much (within 20 %) and ends at the same target (GCC's
+    // 2.5 Mbps ceiling on loopback). Reports of packets already reported,
+    // of sequence numbers never sent and of arrivals decades apart are
+    // dropped entry by entry (`unknown_feedback_entries` above).
+    let rx_addr = free_port();
+    let fake = spawn_fake_receiver(FakeReceiverConfig {
+        listen: rx_addr,
+        run_for: Duration::from_millis(4_300),
+        extra: Vec::new(),
+        extra_from: Duration::from_millis(500),
+        extra_every: Duration::from_millis(12),
+    });
+    sleep_ms(50);
+    let honest = send::run_blocking(sender(rx_addr, 4_000), no_stop()).unwrap();
+    fake.join().unwrap();
+    let ratio = tx.stats.bytes_sent as f64 / honest.stats.bytes_sent as f64;
+    assert!(
+        (0.8..1.2).contains(&ratio),
+        "sent {} B with wild feedback, {} B without",
+        tx.stats.bytes_sent,
+        honest.stats.bytes_sent
+    );
+    let (wild_kbps, honest_kbps) = (
+        tx.final_target.as_kbps_f64(),
+        honest.final_target.as_kbps_f64(),
+    );
+    assert!(
+        (wild_kbps / honest_kbps - 1.0).abs() <= 0.1,
+        "target {wild_kbps} kbps with wild feedback, {honest_kbps} without"
+    );
 }
