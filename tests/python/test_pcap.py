@@ -152,6 +152,14 @@ def test_simulated_captures_decode_in_tshark(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     link = next(li for li in summary["links"] if li["name"] == "bottleneck")
     assert check_media(rows, SIM_SSRC) <= link["drops"]
+    # The RTX stream (NACKed packets resent) is numbered one by one as the
+    # sender sends it: its gaps are drops too.
+    rtx_ssrc = f"0x{int(SIM_SSRC, 16) + 1:08x}"
+    rtx = [r[2] for r in rows if r[0] == rtx_ssrc and r[1] == 97]
+    assert len(rtx) > 5, f"{len(rtx)} retransmissions"
+    rtx_gaps = sum((b - a) % 65536 - 1 for a, b in itertools.pairwise(rtx))
+    assert rtx[0] <= link["drops"], rtx
+    assert 0 <= rtx_gaps <= link["drops"], rtx
     streams = tshark(caps / "bottleneck.pcap", *decode, "-q", "-z", "rtp,streams")
     line = next(ln for ln in streams.splitlines() if SIM_SSRC in ln.lower())
     assert "96" in line, streams
@@ -161,6 +169,33 @@ def test_simulated_captures_decode_in_tshark(tmp_path: Path) -> None:
     )
     protocols = set(back.split())
     assert {"RTCP", "TCP"} <= protocols, protocols
+    # The feedback is transport-wide CC as tshark knows it: base sequence
+    # numbers that follow on from one report to the next, from the first
+    # packet sent, and no chunk tshark finds wrong.
+    twcc = tshark(
+        caps / "bottleneck-reverse.pcap",
+        *decode,
+        "-Y",
+        "rtcp.rtpfb.fmt == 15",
+        "-T",
+        "fields",
+        "-e",
+        "rtcp.rtpfb.transportcc.baseseq",
+        "-e",
+        "rtcp.rtpfb.transportcc.statuscount",
+        "-e",
+        "rtcp.rtpfb.transportcc_bad",
+    )
+    reports = [ln.split("\t") for ln in twcc.splitlines() if ln.strip()]
+    assert len(reports) > 50, twcc
+    expected = 0
+    for fields in reports:
+        bases, counts, bad = fields[0].split(","), fields[1].split(","), fields[2]
+        assert bad == "", fields
+        for base, count in zip(bases, counts, strict=True):
+            assert int(base) == expected, (fields, expected)
+            expected = (int(base) + int(count)) % 65536
+    assert expected > 500, expected
 
 
 def test_send_and_recv_captures_decode_in_tshark(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@
 //! after it was reported lost (reordering) is reported again, as received, in
 //! the next report — the sender's join takes the later word.
 
+pub mod twcc;
+
 use std::collections::VecDeque;
 
 use crate::packet::SeqNo;

@@ -88,7 +88,7 @@ fn checksum(seed: u32, bytes: &[u8]) -> u16 {
 }
 
 /// What a frame is, once its headers are checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     /// RTP of payload type `pt`: SSRC, sequence number, timestamp, marker.
     Rtp {
@@ -98,13 +98,21 @@ enum Kind {
         ts: u32,
         marker: bool,
     },
-    /// An RTCP packet of type `pt`.
-    Rtcp { pt: u8 },
+    /// An RTCP compound packet: each packet's type and count/format field,
+    /// and the (base sequence number, status count) of its TWCC packets.
+    Rtcp {
+        packets: Vec<(u8, u8)>,
+        twcc: Vec<(u16, u16)>,
+    },
     /// Other UDP to `port`.
     Udp { port: u16 },
     /// A TCP segment with `len` payload bytes.
     Tcp { seq: u32, ack: u32, len: usize },
 }
+
+/// An RTCP compound's (type, count/format) per packet and its TWCC packets
+/// (base sequence number, status count).
+type Compound = (Vec<(u8, u8)>, Vec<(u16, u16)>);
 
 /// Checks the Ethernet, IPv4 and UDP/TCP headers of `f` and says what it is.
 fn parse(f: &[u8]) -> Kind {
@@ -144,13 +152,21 @@ fn parse(f: &[u8]) -> Kind {
                 }
                 5005 => {
                     // A compound packet: each RTCP header's length in words.
-                    let mut at = 0;
+                    let (mut at, mut packets, mut twcc) = (0, Vec::new(), Vec::new());
                     while at < p.len() {
                         assert_eq!(p[at] >> 6, 2, "RTCP version 2");
-                        at += 4 * (usize::from(u16::from_be_bytes([p[at + 2], p[at + 3]])) + 1);
+                        let (fmt, pt) = (p[at] & 0x1f, p[at + 1]);
+                        let len = 4 * (usize::from(u16::from_be_bytes([p[at + 2], p[at + 3]])) + 1);
+                        if (pt, fmt) == (205, 15) {
+                            let be16 = |i: usize| u16::from_be_bytes([p[at + i], p[at + i + 1]]);
+                            assert!(len >= 20 + 2, "a TWCC packet has a chunk");
+                            twcc.push((be16(12), be16(14)));
+                        }
+                        packets.push((pt, fmt));
+                        at += len;
                     }
                     assert_eq!(at, p.len(), "RTCP lengths add up to the datagram");
-                    Kind::Rtcp { pt: p[1] }
+                    Kind::Rtcp { packets, twcc }
                 }
                 port => Kind::Udp { port },
             }
@@ -209,6 +225,7 @@ fn a_capture_per_link_with_a_valid_record_per_forwarded_packet() {
         "dumbbell: bottleneck, reverse, 4 access per flow"
     );
     let mut rtp_by_link = BTreeMap::new();
+    let mut rtx: BTreeMap<String, Vec<u16>> = BTreeMap::new();
     for l in links {
         let name = l["name"].as_str().unwrap();
         let forwarded = l["packets"].as_u64().unwrap() - l["drops"].as_u64().unwrap();
@@ -235,8 +252,22 @@ fn a_capture_per_link_with_a_valid_record_per_forwarded_packet() {
                 assert_eq!(ssrc, 0x1000_0000, "flow 0, path 0");
                 media.push((seq, ts, marker));
             }
+            if let Kind::Rtp {
+                pt: 97, ssrc, seq, ..
+            } = parse(&r.frame)
+            {
+                assert_eq!(ssrc, 0x1000_0001, "flow 0's RTX stream");
+                rtx.entry(name.to_string()).or_default().push(seq);
+            }
         }
         rtp_by_link.insert(name.to_string(), (recs, media));
+    }
+    // The RTX stream (retransmissions, padding) is numbered as rtcc send
+    // numbers it: from 0, one by one, on the sender's access link.
+    let sent_rtx = &rtx["video-access-src"];
+    assert!(sent_rtx.len() > 10, "{} RTX packets", sent_rtx.len());
+    for (i, &seq) in sent_rtx.iter().enumerate() {
+        assert_eq!(seq, i as u16, "RTX sequence number {i}");
     }
     // On the sender's access link nothing is lost: RTP sequence numbers are
     // consecutive (with wrap), and a new timestamp (a new frame) follows a
@@ -269,15 +300,34 @@ fn a_capture_per_link_with_a_valid_record_per_forwarded_packet() {
     assert!(gaps > 0, "the bottleneck's 2 % loss shows as gaps");
     // RTCP feedback and NACKs come back, TCP segments carry their payload.
     let (back, _) = &rtp_by_link["video-access-dst-reverse"];
-    let rtcp: Vec<u8> = back
+    let rtcp: Vec<Compound> = back
         .iter()
         .filter_map(|r| match parse(&r.frame) {
-            Kind::Rtcp { pt } => Some(pt),
+            Kind::Rtcp { packets, twcc } => Some((packets, twcc)),
             _ => None,
         })
         .collect();
-    assert!(rtcp.contains(&204), "transport feedback");
-    assert!(rtcp.contains(&205), "generic NACKs");
+    // Transport feedback: an RR first (RFC 3550 §6.1), then real TWCC
+    // packets (RTPFB, FMT 15) that report every transport-wide sequence
+    // number once, in order, from the first one sent; NACKs are RTPFB FMT 1.
+    let feedback: Vec<&Vec<(u16, u16)>> = rtcp
+        .iter()
+        .filter(|(packets, _)| packets[0] == (201, 0))
+        .map(|(_, twcc)| twcc)
+        .collect();
+    assert!(feedback.len() > 100, "{} feedback packets", feedback.len());
+    let mut next = 0u16;
+    let mut covered = 0u64;
+    for (base, count) in feedback.iter().flat_map(|t| t.iter()) {
+        assert_eq!(*base, next, "each report starts where the last one ended");
+        next = base.wrapping_add(*count);
+        covered += u64::from(*count);
+    }
+    assert!(covered > 1000, "{covered} sequence numbers reported");
+    assert!(
+        rtcp.iter().any(|(packets, _)| packets.contains(&(205, 1))),
+        "generic NACKs"
+    );
     let (tcp, _) = &rtp_by_link["bulk-access-src"];
     let segs: Vec<(u32, usize)> = tcp
         .iter()

@@ -273,6 +273,7 @@ impl World {
                                     dropped: 0,
                                     owd: DelayHistogram::new(),
                                     outcome: None,
+                                    rtx_seq: 0,
                                 })
                                 .collect(),
                             waiting: (2..2 * chosen.len()).map(|_| VecDeque::new()).collect(),
@@ -383,6 +384,7 @@ impl World {
                         .map(|&(a, b)| (Instant::ZERO + a, Instant::ZERO + b))
                         .collect()
                 }),
+                rtx_seq: 0,
             });
         }
         let mut uses = vec![0u32; links.len()];

@@ -42,9 +42,11 @@ pub(crate) enum Body {
     Feedback {
         slot: u32,
     },
-    /// A padding packet of a bandwidth probe: transport-wide sequence only.
+    /// A padding packet of a bandwidth probe: transport-wide sequence, and
+    /// its sequence number on the flow's RTX stream (captures only).
     Padding {
         seq: u64,
+        rtx: u16,
     },
     /// A NACK in `World::nack_pool`.
     Nack {
@@ -57,9 +59,11 @@ pub(crate) enum Body {
     MpFeedback {
         slot: u32,
     },
-    /// Padding on path `SimPacket::path` of a multipath flow.
+    /// Padding on path `SimPacket::path` of a multipath flow, and its
+    /// sequence number on that path's RTX stream (captures only).
     MpPadding {
         seq: u64,
+        rtx: u16,
     },
     /// An ACK-only packet of a live flow, its frame in `World::ack_pool`.
     LiveAck {
@@ -81,11 +85,14 @@ pub(crate) enum Body {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum ColdBody {
     /// A media packet: transport-wide sequence, RTP sequence of the media
-    /// stream (for a retransmission, the original's), retransmission or not.
+    /// stream (for a retransmission, the original's), retransmission or not,
+    /// and for a retransmission or repair copy its sequence number on the
+    /// flow's RTX stream (captures only).
     Media {
         seq: u64,
         media: MediaSeq,
         meta: MediaPacket,
+        rtx: u16,
     },
     /// A segment of a multipath flow on path `SimPacket::path`: that path's
     /// transport sequence and the segment header (a retransmission carries

@@ -30,33 +30,44 @@
 //!   sequence number in an RFC 8285 one-byte extension (id 1), then zeros
 //!   up to the packet's size. Retransmissions, repair copies and probe
 //!   padding go on the RFC 4588 retransmission stream (payload type 97,
-//!   SSRC + 1) as in rtcc-net; the simulator does not number that stream,
-//!   so its sequence number is the low 16 bits of the transport-wide one; a
-//!   retransmission's payload starts with the original sequence number, a
-//!   probe's is RTP padding. NACKs are real RFC 4585 generic NACKs; the
-//!   transport feedback is an RTCP APP packet (PT 204, subtype 15, name
-//!   `RTCC`, data: the first reported transport sequence number and the
-//!   count, then zeros; the simulator sizes feedback but does not encode it)
-//!   of the feedback's size, followed by a real picture-loss indication
-//!   when the report asks for a key frame. The receiver's RTCP SSRC is
+//!   SSRC + 1) as in rtcc-net, numbered from 0 in the order the sender
+//!   sends them (`Flow::rtx_seq`; a multipath flow's padding per path,
+//!   `MpPath::rtx_seq`); a retransmission's payload starts with the original sequence number, a
+//!   probe's is RTP padding. NACKs are real RFC 4585 generic NACKs. The
+//!   transport feedback is a real RTCP compound: an empty receiver report,
+//!   then the report's transport-wide CC packets
+//!   (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1, written by
+//!   `rtcc_core::feedback::twcc::Plan::write`, the bytes rtcc-net's `rtcp`
+//!   crate writes for the same report; its feedback packet count counts the
+//!   flow's reports this link has carried), and a picture-loss indication
+//!   when the report asks for a key frame. The simulator sizes feedback by
+//!   `WireFeedback::wire_size` (2 bytes a packet); what that size holds
+//!   beyond the real packets is an RTCP APP packet (subtype 0, name `RTCC`,
+//!   zeros) after the RR, or one or two empty SDES packets for 4 or 8 bytes;
+//!   a record whose real packets exceed the size is longer than the
+//!   simulated packet. The receiver's RTCP SSRC is
 //!   `0x2000_0000 + 256·i + 2p`. TCP segments carry the simulated sequence
 //!   and acknowledgment numbers (low 32 bits) and their payload length; a
 //!   header longer than 20 bytes is filled with NOP options. CBR, TFRC and
 //!   live packets are UDP; TFRC and live data start with their sequence or
-//!   packet number (64 bits), the rest is zeros; TFRC feedback is the APP
-//!   packet above, on the TFRC feedback port.
+//!   packet number (64 bits), the rest is zeros; TFRC feedback is an RTCP
+//!   APP packet (subtype 1, name `RTCC`, data: the first sequence number
+//!   reported and the count, then zeros) of the feedback's size, on the TFRC
+//!   feedback port.
 //!
 //! Only [`World::capture`] runs per packet, and only when captures are on:
 //! `hop` tests one `Option` otherwise, and the run is the same with or
 //! without captures (`pcap_changes_no_output` in `tests/pcap.rs`). Nothing is
 //! allocated per packet: the payload head is built in a scratch buffer that
-//! grows to the largest NACK and is reused.
+//! grows to the largest NACK or feedback and is reused, as are the TWCC
+//! plan's buffers.
 
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 
+use rtcc_core::feedback::twcc;
 use rtcc_core::Instant;
 
 use super::arena::{Body, ColdBody};
@@ -92,13 +103,19 @@ const RTP_HEADER: usize = 12;
 /// number: 0xBEDE, length 1 word, then id 1 / length 2, the number, a zero pad.
 const TWCC_EXTENSION: usize = 8;
 /// RTCP packet types (RFC 3550 §12.1, RFC 4585 §6.1).
+const RTCP_RR: u8 = 201;
+const RTCP_SDES: u8 = 202;
 const RTCP_APP: u8 = 204;
 const RTCP_RTPFB: u8 = 205;
 const RTCP_PSFB: u8 = 206;
-/// The APP subtype of transport feedback: RTPFB FMT 15, transport-wide CC.
-const APP_SUBTYPE_TWCC: u8 = 15;
-/// Bytes of an APP packet's header and the data we put in it.
+/// The APP subtype of TFRC feedback.
+const APP_SUBTYPE_TFRC: u8 = 1;
+/// The APP subtype of the filler after a feedback's RR.
+const APP_SUBTYPE_FILL: u8 = 0;
+/// Bytes of an APP packet's header and the data we put in TFRC's.
 const APP_MIN: usize = 12 + 8;
+/// Largest TWCC packet in a capture (rtcc-net's default RTCP datagram).
+const TWCC_MAX: usize = 1200;
 /// A picture-loss indication (RFC 4585 §6.3.1): header, two SSRCs.
 const PLI_LEN: usize = 12;
 
@@ -106,6 +123,13 @@ const PLI_LEN: usize = 12;
 pub(crate) struct PcapLinks {
     files: Vec<PcapWriter<BufWriter<File>>>,
     scratch: Vec<u8>,
+    /// The TWCC packet being written (its buffers reused).
+    plan: twcc::Plan,
+    /// Per link and flow (`link * flows + flow`): the feedback packet count
+    /// and the last reference time written (`twcc_state`).
+    twcc: Vec<(u8, u32)>,
+    /// Flows in the scenario.
+    flows: usize,
 }
 
 /// The file name of link `name`'s capture: the name with anything but
@@ -135,9 +159,13 @@ impl World {
                 .map_err(|e| (path.clone(), e))?;
             files.push(w);
         }
+        let flows = self.flows.len();
         self.pcap = Some(Box::new(PcapLinks {
+            twcc: vec![(0, 0); files.len() * flows],
             files,
             scratch: Vec::with_capacity(256),
+            plan: twcc::Plan::default(),
+            flows,
         }));
         Ok(())
     }
@@ -177,15 +205,19 @@ impl World {
         // (head built in `buf`, UDP port, transport length) or a TCP segment.
         let port = match p.body {
             Body::Cold => match self.cold[idx as usize] {
-                ColdBody::Media { seq, media, meta } => {
-                    let rtx = media.retransmission || meta.repair;
+                ColdBody::Media {
+                    seq,
+                    media,
+                    meta,
+                    rtx,
+                } => {
                     let ts90 = rtp_timestamp(meta.capture_time);
-                    if rtx {
+                    if media.retransmission || meta.repair {
                         rtp_header(
                             buf,
                             RTX_PAYLOAD_TYPE,
                             meta.last_in_frame,
-                            seq as u16,
+                            rtx,
                             ts90,
                             ssrc + 1,
                             seq as u16,
@@ -227,12 +259,12 @@ impl World {
                     LIVE_PORT
                 }
             },
-            Body::Padding { seq } | Body::MpPadding { seq } => {
+            Body::Padding { seq, rtx } | Body::MpPadding { seq, rtx } => {
                 rtp_header(
                     buf,
                     RTX_PAYLOAD_TYPE,
                     false,
-                    seq as u16,
+                    rtx,
                     rtp_timestamp(p.sent),
                     ssrc + 1,
                     seq as u16,
@@ -247,22 +279,25 @@ impl World {
                 }
                 RTP_PORT
             }
-            Body::Feedback { slot } | Body::MpFeedback { slot } | Body::TfrcFeedback { slot } => {
+            Body::Feedback { slot } | Body::MpFeedback { slot } if kind != FlowKind::Tfrc => {
                 let fb = &self.fb_pool[slot as usize];
                 let pli = if fb.key_frame_request { PLI_LEN } else { 0 };
-                let app_len = (udp_room.saturating_sub(pli))
-                    .max(APP_MIN)
-                    .next_multiple_of(4);
-                buf.push(0x80 | APP_SUBTYPE_TWCC);
-                buf.push(RTCP_APP);
-                buf.extend_from_slice(&((app_len / 4 - 1) as u16).to_be_bytes());
+                // RFC 3550 §6.1: a compound packet starts with a report, an
+                // empty RR when there is nothing to report (as rtcc-net's).
+                buf.extend_from_slice(&[0x80, RTCP_RR, 0, 1]);
                 buf.extend_from_slice(&rtcp_ssrc.to_be_bytes());
-                buf.extend_from_slice(b"RTCC");
-                let first = fb.packets.first().map_or(0, |&(s, _)| s as u32);
-                buf.extend_from_slice(&first.to_be_bytes());
-                buf.extend_from_slice(&(fb.packets.len() as u32).to_be_bytes());
-                // The zeros up to `app_len` come from the writer.
-                let zeros_to = app_len;
+                let filler_at = buf.len();
+                let state = &mut pc.twcc[link * pc.flows + flow as usize];
+                let mut start = 0;
+                while start < fb.packets.len() {
+                    start = pc.plan.build(&fb.packets, start, TWCC_MAX);
+                    if let Some(r) = pc.plan.reference {
+                        state.1 = (r & ((1 << twcc::REFERENCE_BITS) - 1)) as u32;
+                    }
+                    pc.plan.write((rtcp_ssrc, ssrc), state.1, state.0, buf);
+                    // The 8-bit feedback packet count wraps (§3.1).
+                    state.0 = state.0.wrapping_add(1);
+                }
                 if pli > 0 {
                     tail[0] = 0x81;
                     tail[1] = RTCP_PSFB;
@@ -271,13 +306,30 @@ impl World {
                     tail[8..12].copy_from_slice(&ssrc.to_be_bytes());
                     tail_len = PLI_LEN;
                 }
-                let port = if kind == FlowKind::Tfrc {
-                    TFRC_FEEDBACK_PORT
-                } else {
-                    RTCP_PORT
-                };
-                let zeros = zeros_to - buf.len();
-                return self.write_udp(idx, link, ts, port, zeros, &tail[..tail_len]);
+                // What the simulated size holds beyond the real packets
+                // (`WireFeedback::wire_size` estimates 2 bytes a packet):
+                // an APP packet after the RR, or empty SDES packets for 4
+                // or 8 bytes.
+                let room = udp_room.saturating_sub(buf.len() + tail_len);
+                fill(buf, filler_at, room - room % 4, rtcp_ssrc);
+                RTCP_PORT
+            }
+            Body::Feedback { slot } | Body::MpFeedback { slot } | Body::TfrcFeedback { slot } => {
+                // TFRC feedback (RFC 5348 §6.2 gives its content, not its
+                // bytes): an APP packet of the feedback's size.
+                let fb = &self.fb_pool[slot as usize];
+                let app_len = udp_room.max(APP_MIN).next_multiple_of(4);
+                buf.push(0x80 | APP_SUBTYPE_TFRC);
+                buf.push(RTCP_APP);
+                buf.extend_from_slice(&((app_len / 4 - 1) as u16).to_be_bytes());
+                buf.extend_from_slice(&rtcp_ssrc.to_be_bytes());
+                buf.extend_from_slice(b"RTCC");
+                let first = fb.packets.first().map_or(0, |&(s, _)| s as u32);
+                buf.extend_from_slice(&first.to_be_bytes());
+                buf.extend_from_slice(&(fb.packets.len() as u32).to_be_bytes());
+                // The zeros up to `app_len` come from the writer.
+                let zeros = app_len - buf.len();
+                return self.write_udp(idx, link, ts, TFRC_FEEDBACK_PORT, zeros, &[]);
             }
             Body::Nack { slot } => {
                 let nack = &self.nack_pool[slot as usize];
@@ -382,6 +434,33 @@ impl World {
 
 /// The addresses of a packet of flow `flow` on path `path` in direction
 /// `dir` (module doc): the sender's end has `sender_port`, the receiver's
+/// Inserts `room` bytes (a multiple of 4) of RTCP at `at` in `buf`: an APP
+/// packet (subtype 0, name `RTCC`, zeros) from 12 bytes, else one or two
+/// empty SDES packets (RFC 3550 §6.5, SC = 0). Moves the bytes after `at`,
+/// within the buffer's capacity once it has grown.
+fn fill(buf: &mut Vec<u8>, at: usize, room: usize, ssrc: u32) {
+    if room == 0 {
+        return;
+    }
+    let old = buf.len();
+    buf.resize(old + room, 0);
+    buf.copy_within(at..old, at + room);
+    let f = &mut buf[at..at + room];
+    f.fill(0);
+    if room >= 12 {
+        f[0] = 0x80 | APP_SUBTYPE_FILL;
+        f[1] = RTCP_APP;
+        f[2..4].copy_from_slice(&((room / 4 - 1) as u16).to_be_bytes());
+        f[4..8].copy_from_slice(&ssrc.to_be_bytes());
+        f[8..12].copy_from_slice(b"RTCC");
+    } else {
+        for sdes in f.chunks_exact_mut(4) {
+            sdes[0] = 0x80;
+            sdes[1] = RTCP_SDES;
+        }
+    }
+}
+
 /// `receiver_port`.
 fn ends(
     flow: u32,

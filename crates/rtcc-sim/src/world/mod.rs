@@ -207,6 +207,10 @@ pub(crate) struct Flow {
     pub(crate) svc: Option<Box<SvcFlow>>,
     /// A media flow's pauses `[start, end)` (`pause`), sorted and apart.
     pub(crate) pauses: Vec<(Instant, Instant)>,
+    /// The next sequence number of a media flow's RFC 4588 RTX stream
+    /// (retransmissions, repair copies, padding), as rtcc-net numbers it;
+    /// only captures show it.
+    pub(crate) rtx_seq: u16,
 }
 
 /// The values a sample reads of a TCP or CBR flow's endpoints, captured as

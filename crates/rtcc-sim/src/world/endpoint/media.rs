@@ -163,6 +163,15 @@ impl World {
                     *n += 1;
                 }
             }
+            // Retransmissions, repair copies and padding go on the RTX
+            // stream, numbered in the order they are sent (as rtcc-net's).
+            let rtx = self.flows[fi].rtx_seq;
+            let on_rtx = t.kind == PacketKind::Padding
+                || t.kind == PacketKind::Retransmission
+                || t.packet.repair;
+            if on_rtx {
+                self.flows[fi].rtx_seq = rtx.wrapping_add(1);
+            }
             if t.kind == PacketKind::Padding {
                 let p = SimPacket {
                     flow: fi as u32,
@@ -170,7 +179,7 @@ impl World {
                     path: 0,
                     size: t.packet.wire_size,
                     sent: now,
-                    body: Body::Padding { seq: t.seq },
+                    body: Body::Padding { seq: t.seq, rtx },
                 };
                 self.inject(p);
                 continue;
@@ -191,6 +200,7 @@ impl World {
                     retransmission: t.kind == PacketKind::Retransmission,
                 },
                 meta: t.packet,
+                rtx,
             };
             self.inject_cold(p, body);
         }

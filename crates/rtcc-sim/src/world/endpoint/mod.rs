@@ -104,9 +104,9 @@ impl World {
             Body::Nack { slot } => self.deliver_nack(idx, &p, slot),
             Body::Seg(seg) => self.deliver_segment(idx, &p, seg),
             Body::Ack(ack) => self.deliver_ack(idx, &p, ack),
-            Body::Padding { seq } => self.deliver_padding(idx, &p, seq),
+            Body::Padding { seq, .. } => self.deliver_padding(idx, &p, seq),
             Body::Cbr => self.deliver_cbr(idx, &p),
-            Body::MpPadding { seq } => self.deliver_mp_padding(idx, &p, seq),
+            Body::MpPadding { seq, .. } => self.deliver_mp_padding(idx, &p, seq),
             Body::MpFeedback { slot } => self.deliver_mp_feedback(idx, &p, slot),
             Body::LiveAck { slot } => self.deliver_live_ack(idx, &p, slot),
             Body::TfrcData { seq } => self.deliver_tfrc_data(idx, &p, seq),
@@ -118,7 +118,9 @@ impl World {
     fn deliver_cold(&mut self, idx: u32, p: &SimPacket) {
         let cold = self.cold[idx as usize];
         match cold {
-            ColdBody::Media { seq, media, meta } => self.deliver_media(idx, p, seq, media, meta),
+            ColdBody::Media {
+                seq, media, meta, ..
+            } => self.deliver_media(idx, p, seq, media, meta),
             ColdBody::MpMedia { seq, meta } => self.deliver_mp_media(idx, p, seq, meta),
             ColdBody::LiveData { .. } | ColdBody::LiveRepair { .. } | ColdBody::LivePing { .. } => {
                 self.deliver_live(idx, p, cold)

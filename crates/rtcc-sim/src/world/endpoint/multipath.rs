@@ -56,6 +56,9 @@ pub(crate) struct MpPath {
     pub(crate) owd: DelayHistogram,
     /// Session counters of the path at the end of the run.
     pub(crate) outcome: Option<MpPathOutcome>,
+    /// The next sequence number of the path's RTX stream (its padding);
+    /// only captures show it.
+    pub(crate) rtx_seq: u16,
 }
 
 /// End-of-run counters of one path of a multipath flow.
@@ -130,9 +133,21 @@ impl World {
                 path: t.path as u8,
                 size: t.packet.wire_size,
                 sent: now,
-                body: Body::MpPadding { seq: t.seq },
+                body: Body::MpPadding { seq: t.seq, rtx: 0 },
             };
             if t.kind == PacketKind::Padding {
+                let mut p = p;
+                if let Some(path) = self.flows[fi]
+                    .mp
+                    .as_deref_mut()
+                    .and_then(|mp| mp.paths.get_mut(t.path))
+                {
+                    p.body = Body::MpPadding {
+                        seq: t.seq,
+                        rtx: path.rtx_seq,
+                    };
+                    path.rtx_seq = path.rtx_seq.wrapping_add(1);
+                }
                 self.inject(p);
             } else {
                 let body = ColdBody::MpMedia {
