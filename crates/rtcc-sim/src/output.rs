@@ -7,6 +7,7 @@
 //! holds nothing that depends on the machine (no wall time), so the same
 //! scenario and seed give byte-identical files.
 
+use std::fmt;
 use std::io::{self, Write};
 
 use rtcc_core::media::player::FrameRecord;
@@ -157,15 +158,8 @@ pub struct TimeseriesRow<'a> {
 
 /// Writes one `timeseries.csv` row.
 pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Result<()> {
-    let kb = |r: Option<Bitrate>| {
-        r.map(|r| format!("{:.3}", r.as_kbps_f64()))
-            .unwrap_or_default()
-    };
-    let count = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-    let ms = |d: Option<Duration>| {
-        d.map(|d| format!("{:.3}", d.as_millis_f64()))
-            .unwrap_or_default()
-    };
+    let kb = |r: Option<Bitrate>| F3(r.map(|r| r.as_kbps_f64()));
+    let ms = |d: Option<Duration>| F3(d.map(|d| d.as_millis_f64()));
     writeln!(
         w,
         "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -175,25 +169,43 @@ pub fn write_timeseries_row(w: &mut impl Write, r: &TimeseriesRow<'_>) -> io::Re
         kb(r.goodput),
         kb(r.target),
         kb(r.estimate),
-        r.cwnd.map(|c| c.get().to_string()).unwrap_or_default(),
+        Int(r.cwnd.map(|c| c.get())),
         ms(r.srtt),
-        r.queue.map(|q| q.get().to_string()).unwrap_or_default(),
+        Int(r.queue.map(|q| q.get())),
         ms(r.queue_delay),
         kb(r.capacity),
-        count(r.packets_sent),
-        count(r.packets_lost),
+        Int(r.packets_sent),
+        Int(r.packets_lost),
         kb(r.avail),
-        r.layer_level.map(|l| l.to_string()).unwrap_or_default(),
-        r.protected_layers
-            .map(|l| l.to_string())
-            .unwrap_or_default(),
-        db(r.psnr),
+        Int(r.layer_level),
+        Int(r.protected_layers),
+        F3(r.psnr),
     )
 }
 
-/// A PSNR in dB as written (3 decimals), empty if none.
-fn db(psnr: Option<f64>) -> String {
-    psnr.map(|p| format!("{p:.3}")).unwrap_or_default()
+/// An optional CSV cell with 3 decimals, empty if `None`. It formats
+/// straight into the writer: rows allocate nothing.
+struct F3(Option<f64>);
+
+impl fmt::Display for F3 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(x) => write!(f, "{x:.3}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An optional CSV cell as its value is displayed, empty if `None`.
+struct Int<T>(Option<T>);
+
+impl<T: fmt::Display> fmt::Display for Int<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(x) => x.fmt(f),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Writes one `frames.csv` row; `psnr` is a layered flow's frame's
@@ -204,10 +216,7 @@ pub fn write_frame_row(
     rec: &FrameRecord,
     psnr: Option<f64>,
 ) -> io::Result<()> {
-    let opt = |t: Option<Instant>| {
-        t.map(|t| format!("{:.3}", t.as_millis_f64()))
-            .unwrap_or_default()
-    };
+    let ms = |t: Option<Instant>| F3(t.map(|t| t.as_millis_f64()));
     writeln!(
         w,
         "{},{},{},{},{:.3},{},{},{},{},{},{}",
@@ -216,14 +225,12 @@ pub fn write_frame_row(
         rec.frame_type.as_str(),
         rec.size.get(),
         rec.capture_time.as_millis_f64(),
-        opt(rec.complete),
-        opt(rec.displayed),
-        rec.delay()
-            .map(|d| format!("{:.3}", d.as_millis_f64()))
-            .unwrap_or_default(),
+        ms(rec.complete),
+        ms(rec.displayed),
+        F3(rec.delay().map(|d| d.as_millis_f64())),
         u8::from(rec.dropped),
-        rec.level.map(|l| l.to_string()).unwrap_or_default(),
-        db(psnr),
+        Int(rec.level),
+        F3(psnr),
     )
 }
 
