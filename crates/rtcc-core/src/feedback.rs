@@ -104,6 +104,8 @@ pub struct FeedbackBuilder {
     /// Largest number of sequence numbers one report may cover (older holes
     /// beyond this are reported lost in the next report).
     max_window: usize,
+    /// Packets in the largest report so far.
+    max_report: usize,
 }
 
 impl FeedbackBuilder {
@@ -116,6 +118,7 @@ impl FeedbackBuilder {
             late: Vec::new(),
             next_report: now + interval,
             max_window: 1 << 15,
+            max_report: 0,
         }
     }
 
@@ -173,6 +176,10 @@ impl FeedbackBuilder {
             return false;
         }
         out.packets.clear();
+        // Reports cycle through the driver's pool: each grows at once to the
+        // largest report so far, not a little at every new maximum.
+        self.max_report = self.max_report.max(self.late.len() + self.window.len());
+        out.packets.reserve(self.max_report);
         out.report_time = now;
         out.key_frame_request = false;
         self.late.sort_unstable_by_key(|&(s, _)| s);

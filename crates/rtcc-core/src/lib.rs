@@ -51,6 +51,7 @@
 //!   drivers write.
 
 pub mod cc;
+pub mod collections;
 pub mod estimate;
 pub mod feedback;
 pub mod media;

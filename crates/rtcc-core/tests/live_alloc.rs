@@ -14,11 +14,7 @@
 //! the sender's content log keeps the last `CONTENT_LOG` (2^16) packet
 //! numbers, about 190 s of this stream.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use rand::Rng as _;
 use rtcc_core::cc::CcConfig;
@@ -34,72 +30,9 @@ use rtcc_core::transport::{
 };
 use rtcc_core::units::Bitrate;
 
-// ---- the counting allocator ------------------------------------------------
-
-/// Counts alloc / alloc_zeroed / realloc calls made on a thread whose
-/// `COUNTING` flag is set; everything is served by [`System`].
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-/// Backtrace of the first counted allocation, to name the culprit on failure.
-static FIRST: Mutex<Option<String>> = Mutex::new(None);
-
-thread_local! {
-    // `const` initialisation: reading it never allocates.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-impl Counting {
-    fn count(&self) {
-        if COUNTING.try_with(Cell::get).unwrap_or(false) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            // Capturing allocates: switch counting off meanwhile.
-            COUNTING.with(|c| c.set(false));
-            if let Ok(mut first) = FIRST.try_lock() {
-                if first.is_none() {
-                    *first = Some(std::backtrace::Backtrace::force_capture().to_string());
-                }
-            }
-            COUNTING.with(|c| c.set(true));
-        }
-    }
-}
-
-// SAFETY: every call is forwarded unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the counting touches no allocator state.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.count();
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        self.count();
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        self.count();
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Allocations made by `f` on this thread.
-fn allocations_during(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations_during;
 
 #[test]
 fn the_counter_sees_an_allocation() {
@@ -297,7 +230,7 @@ fn steady_state_allocates_nothing(recovery: RecoveryScheme, seed: u64) {
     let n = allocations_during(|| link.run_until(Instant::ZERO + warm_up + window));
 
     let after = *link.sender.stats();
-    let first = FIRST.lock().map(|f| f.clone()).unwrap_or(None);
+    let first = counting_alloc::first_backtrace();
     assert_eq!(
         n,
         0,

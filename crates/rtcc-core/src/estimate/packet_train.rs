@@ -47,6 +47,9 @@ pub struct TrainResult {
     pub lost: usize,
 }
 
+/// Trains this long or shorter compute their result without allocating.
+const STACK_DELAYS: usize = 64;
+
 /// A train being sent and reported.
 #[derive(Debug, Clone)]
 pub struct PacketTrain {
@@ -63,6 +66,15 @@ impl PacketTrain {
             length,
             packets: Vec::with_capacity(length),
         }
+    }
+
+    /// Starts over as a new train of `length` packets at `r_in`, keeping
+    /// the packet list's capacity (no allocation for a train no longer than
+    /// an earlier one).
+    pub fn restart(&mut self, r_in: Bitrate, length: usize) {
+        self.r_in = r_in;
+        self.length = length;
+        self.packets.clear();
     }
 
     /// The probing rate.
@@ -134,7 +146,22 @@ impl PacketTrain {
 
     /// The train's measurements so far (final once [`Self::complete`]).
     pub fn result(&self) -> TrainResult {
-        let mut delays: Vec<i64> = Vec::with_capacity(self.packets.len());
+        // Eq. 11's one-way delays: on the stack for trains of up to
+        // `STACK_DELAYS` packets (30 by default, §3.1), in a vector beyond.
+        let mut on_stack = [0i64; STACK_DELAYS];
+        let mut on_heap = Vec::new();
+        let mut n = 0;
+        let mut push = |d: i64| {
+            if n < STACK_DELAYS {
+                on_stack[n] = d;
+            } else {
+                if on_heap.is_empty() {
+                    on_heap.extend_from_slice(&on_stack);
+                }
+                on_heap.push(d);
+            }
+            n += 1;
+        };
         let mut first: Option<Instant> = None;
         let mut last = Instant::ZERO;
         let mut bytes = Bytes::ZERO;
@@ -145,7 +172,7 @@ impl PacketTrain {
                     // One-way delay in ns, "receiver clock − sender clock",
                     // signed: the offset is the same for every packet and
                     // may make it negative (I2).
-                    delays.push(nanos(a) - nanos(p.send_time));
+                    push(nanos(a) - nanos(p.send_time));
                     match first {
                         None => first = Some(a),
                         Some(_) => bytes += p.size,
@@ -156,6 +183,11 @@ impl PacketTrain {
                 None => {}
             }
         }
+        let delays: &[i64] = if n <= STACK_DELAYS {
+            &on_stack[..n]
+        } else {
+            &on_heap
+        };
         let r_out = first.and_then(|f| {
             let span = last.saturating_duration_since(f);
             (delays.len() >= 2 && !span.is_zero()).then(|| bytes / span)
@@ -163,7 +195,7 @@ impl PacketTrain {
         TrainResult {
             r_in: self.r_in,
             r_out,
-            fs: full_search(&delays),
+            fs: full_search(delays),
             sent: self.packets.len(),
             lost,
         }

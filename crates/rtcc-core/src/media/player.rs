@@ -466,6 +466,8 @@ pub struct Player {
     /// Bitmaps of finished frames, cleared, for the next frames' slots: in a
     /// steady state no frame allocates.
     spare: Vec<Vec<u64>>,
+    /// Words of the largest frame's bitmap so far.
+    max_words: usize,
 }
 
 impl Player {
@@ -479,6 +481,7 @@ impl Player {
             log: DisplayLog::default(),
             newer_complete: None,
             spare: Vec::new(),
+            max_words: 0,
         }
     }
 
@@ -535,6 +538,12 @@ impl Player {
             slot.frame_type = FrameType::Key;
         }
         if slot.received.len() <= word {
+            // Bitmaps cycle through `spare`: each grows at once to the
+            // largest frame seen, so that a delta frame's bitmap does not
+            // grow again at the next key frame.
+            self.max_words = self.max_words.max(word + 1);
+            let len = slot.received.len();
+            slot.received.reserve(self.max_words - len);
             slot.received.resize(word + 1, 0);
         }
         slot.received[word] |= bit;
@@ -548,6 +557,10 @@ impl Player {
             slot.layered = true;
             if meta.layer_end {
                 if slot.ends.len() <= word {
+                    // As `received` above (they share the spare list).
+                    self.max_words = self.max_words.max(word + 1);
+                    let len = slot.ends.len();
+                    slot.ends.reserve(self.max_words - len);
                     slot.ends.resize(word + 1, 0);
                 }
                 slot.ends[word] |= bit;

@@ -220,7 +220,18 @@ impl BurstLengthController {
                 BurstUpdate::Hold
             }
         };
-        self.past.push_back(std::mem::take(&mut self.current));
+        // The period's counts join the past; the oldest past period's
+        // vector, cleared, counts the next one (no allocation per period).
+        let mut next = Counts::new();
+        while self.past.len() >= self.cfg.history.saturating_sub(1) {
+            match self.past.pop_front() {
+                Some(old) => next = old,
+                None => break,
+            }
+        }
+        next.clear();
+        self.past
+            .push_back(std::mem::replace(&mut self.current, next));
         while self.past.len() > self.cfg.history.saturating_sub(1) {
             self.past.pop_front();
         }

@@ -6,8 +6,9 @@
 //!
 //! Interpretations I1–I7, I10 and I15 of `docs/algorithms/camel.md` apply.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
+use crate::collections::IdMap;
 use crate::packet::{FeedbackReport, PacketKind, SentPacket, SeqNo};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -200,7 +201,7 @@ pub struct FrameSampler {
     burst_gap: Duration,
     record_timeout: Duration,
     slice: Bytes,
-    frames: BTreeMap<u64, FrameRecord>,
+    frames: IdMap<FrameRecord>,
     /// Frame of the last media packet sent: its head closes when another
     /// frame's packet is sent.
     current: Option<u64>,
@@ -218,7 +219,7 @@ impl FrameSampler {
             burst_gap,
             record_timeout,
             slice,
-            frames: BTreeMap::new(),
+            frames: IdMap::new(),
             current: None,
             out: SamplerOutput::default(),
             history: VecDeque::new(),
@@ -252,20 +253,26 @@ impl FrameSampler {
             return;
         };
         if let Some(prev) = self.current.filter(|&c| c != fid) {
-            if let Some(r) = self.frames.get_mut(&prev) {
+            if let Some(r) = self.frames.get_mut(prev) {
                 r.head_open = false;
             }
         }
         self.current = Some(fid);
-        let rec = self.frames.entry(fid).or_insert_with(|| FrameRecord {
-            packets: Vec::new(),
-            offset: Bytes::ZERO,
-            head_open: true,
-            x: None,
-            last_sent: false,
-            bw_done: false,
-            delay_done: false,
-            created: pkt.send_time,
+        let rec = self.frames.entry_or_insert_with(fid, |spare| {
+            // A record dropped earlier lends its packet list (no allocation
+            // once the lists have grown).
+            let mut packets = spare.map(|r| r.packets).unwrap_or_default();
+            packets.clear();
+            FrameRecord {
+                packets,
+                offset: Bytes::ZERO,
+                head_open: true,
+                x: None,
+                last_sent: false,
+                bw_done: false,
+                delay_done: false,
+                created: pkt.send_time,
+            }
         });
         if pkt.first_in_frame {
             // I10: in flight before this frame's first packet.
@@ -353,7 +360,7 @@ impl FrameSampler {
                 let hold = report.report_time.saturating_duration_since(a);
                 self.out.hold = Some(self.out.hold.map_or(hold, |h| h.max(hold)));
             }
-            let Some(rec) = self.frames.get_mut(&fid) else {
+            let Some(rec) = self.frames.get_mut(fid) else {
                 continue;
             };
             let Ok(idx) = rec.packets.binary_search_by_key(&r.sent.seq, |p| p.seq) else {

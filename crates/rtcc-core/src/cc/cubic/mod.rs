@@ -363,7 +363,7 @@ impl Cubic {
 
     /// RFC 9002 §7.6.2 / Appendix B.8: do the lost packets of this report
     /// establish persistent congestion?
-    fn persistent_congestion(&self, lost: &[&PacketResult]) -> bool {
+    fn persistent_congestion<'a>(&self, lost: impl Iterator<Item = &'a PacketResult>) -> bool {
         let Some(first_sample) = self.rtt.first_sample_time() else {
             return false;
         };
@@ -373,7 +373,7 @@ impl Cubic {
         // ends was acknowledged (our reading of §7.6.2, see the design note).
         let mut run_start: Option<&SentPacket> = None;
         let mut prev: Option<&SentPacket> = None;
-        for p in lost.iter().map(|p| &p.sent) {
+        for p in lost.map(|p| &p.sent) {
             if p.send_time <= first_sample {
                 run_start = None;
                 prev = None;
@@ -394,12 +394,15 @@ impl Cubic {
         false
     }
 
-    fn on_packets_lost(&mut self, now: Instant, lost: &[&PacketResult]) {
-        let Some(newest) = lost.iter().map(|p| p.sent.send_time).max() else {
+    /// RFC 9002 Appendix B.9 `OnPacketsLost` for the packets `report`
+    /// reports lost (iterated in place: nothing is collected).
+    fn on_packets_lost(&mut self, now: Instant, report: &FeedbackReport) {
+        let lost = || report.packets.iter().filter(|p| !p.received());
+        let Some(newest) = lost().map(|p| p.sent.send_time).max() else {
             return;
         };
         self.on_congestion_event(now, newest);
-        if self.persistent_congestion(lost) {
+        if self.persistent_congestion(lost()) {
             // B.8: congestion_window = kMinimumWindow;
             // congestion_recovery_start_time = 0.
             self.cwnd = self.config.minimum_window();
@@ -508,8 +511,7 @@ impl CongestionController for Cubic {
         self.sample_rtt(now, report);
         // RFC 9002 A.7: losses are detected and handled before the newly
         // acknowledged packets are passed to the controller.
-        let lost: Vec<&PacketResult> = report.packets.iter().filter(|p| !p.received()).collect();
-        self.on_packets_lost(now, &lost);
+        self.on_packets_lost(now, report);
         for p in report.packets.iter().filter(|p| p.received()) {
             self.on_packet_acked(now, p);
         }

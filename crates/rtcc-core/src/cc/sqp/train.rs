@@ -10,8 +10,7 @@
 //! in receive order. This module is shared by [`super::Sqp`] and
 //! [`crate::cc::pudica::Pudica`].
 
-use std::collections::BTreeMap;
-
+use crate::collections::IdMap;
 use crate::packet::{FeedbackReport, PacketKind, PacketResult};
 use crate::time::{Duration, Instant};
 use crate::units::{Bitrate, Bytes};
@@ -75,7 +74,7 @@ pub struct FrameSample {
     pub first_send: Instant,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct OpenTrain {
     packets: u32,
     lost: u32,
@@ -100,7 +99,7 @@ struct OpenTrain {
 /// reported too.
 #[derive(Debug, Clone, Default)]
 pub struct TrainCollector {
-    open: BTreeMap<u64, OpenTrain>,
+    open: IdMap<OpenTrain>,
 }
 
 impl TrainCollector {
@@ -111,7 +110,9 @@ impl TrainCollector {
 
     /// The encoder told us how many packets frame `frame_id` has.
     pub fn expect(&mut self, frame_id: u64, num_packets: u32) {
-        self.open.entry(frame_id).or_default().expected = Some(num_packets);
+        self.open
+            .entry_or_insert_with(frame_id, |_| OpenTrain::default())
+            .expected = Some(num_packets);
         self.prune();
     }
 
@@ -126,19 +127,17 @@ impl TrainCollector {
         for p in &report.packets {
             self.add(p);
         }
-        let done: Vec<u64> = self
-            .open
-            .iter()
-            .filter(|(_, t)| t.seen_last && t.expected.is_none_or(|n| t.packets >= n))
-            .map(|(&id, _)| id)
-            .collect();
-        for id in done {
-            if let Some(t) = self.open.remove(&id) {
-                if let Some(s) = finish(id, &t) {
+        // Complete trains leave in frame order, as they are found.
+        let open = &mut self.open;
+        open.retain(|id, t| {
+            let complete = t.seen_last && t.expected.is_none_or(|n| t.packets >= n);
+            if complete {
+                if let Some(s) = finish(id, t) {
                     out.push(s);
                 }
             }
-        }
+            !complete
+        });
         self.prune();
     }
 
@@ -150,7 +149,9 @@ impl TrainCollector {
         let Some(frame_id) = p.sent.frame_id else {
             return;
         };
-        let t = self.open.entry(frame_id).or_default();
+        let t = self
+            .open
+            .entry_or_insert_with(frame_id, |_| OpenTrain::default());
         t.packets += 1;
         t.seen_last |= p.sent.last_in_frame;
         let Some(arrival) = p.arrival else {

@@ -286,6 +286,8 @@ pub struct SvcProbing {
     /// Subscribed layers (1..=N); during a probe, including the probed one.
     level: usize,
     train: Option<PacketTrain>,
+    /// The last finished train, kept for its packet list's capacity.
+    spare_train: Option<PacketTrain>,
     /// When the current train's last packet left.
     train_sent_at: Option<Instant>,
     trains_started: u32,
@@ -325,6 +327,7 @@ impl SvcProbing {
             phase: Phase::Normal,
             level: 1,
             train: None,
+            spare_train: None,
             train_sent_at: None,
             trains_started: 0,
             train_seqs: None,
@@ -402,7 +405,13 @@ impl SvcProbing {
     }
 
     fn start_train(&mut self, rate: Bitrate) {
-        self.train = Some(PacketTrain::new(rate, self.config.train_length));
+        let length = self.config.train_length;
+        let mut train = self
+            .spare_train
+            .take()
+            .unwrap_or_else(|| PacketTrain::new(rate, length));
+        train.restart(rate, length);
+        self.train = Some(train);
         self.train_sent_at = None;
         self.trains_started += 1;
     }
@@ -498,6 +507,7 @@ impl SvcProbing {
             train.expire();
         }
         let r = train.result();
+        self.spare_train = Some(train);
         let trend = self.has_trend(&r);
         self.last_train = Some(r.clone());
         match self.phase {
