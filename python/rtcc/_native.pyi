@@ -6,7 +6,10 @@ Checked against the compiled module by `python -m mypy.stubtest rtcc._native`.
 from collections.abc import Callable
 from os import PathLike
 
-__all__ = ["ScenarioError", "emulate", "recv", "run", "send", "version"]
+__all__ = ["CONTROLLERS", "ScenarioError", "emulate", "recv", "run", "send", "version"]
+
+CONTROLLERS: tuple[str, ...]
+"""The controllers a media flow's ``cc`` may name (``rtcc_core::cc::CcConfig::NAMES``)."""
 
 class ScenarioError(ValueError):
     """Bad input: a scenario, trace or argument the simulator cannot use."""

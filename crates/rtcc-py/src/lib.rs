@@ -123,6 +123,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(net::send, m)?)?;
     m.add_function(wrap_pyfunction!(net::recv, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    // The controllers a media flow's `cc` may name, in the core's order.
+    m.add(
+        "CONTROLLERS",
+        pyo3::types::PyTuple::new(m.py(), rtcc_core::cc::CcConfig::NAMES)?,
+    )?;
     Ok(())
 }
 

@@ -30,25 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rtcc import _native
+
 __all__ = ["CASES", "MEDIA_CONTROLLERS", "SUITES", "Case", "Plan", "trace_path"]
 
-MEDIA_CONTROLLERS: tuple[str, ...] = (
-    "gcc",
-    "fixed",
-    "camel",
-    "bbr",
-    "copa",
-    "cubic",
-    "sqp",
-    "pudica",
-    "delay-bbr",
-    "webrtc-bbr",
-    "tfrc",
-    "svc-probing",
-    "cdm",
-)
-"""The media controllers, as ``rtcc_core::cc::CcConfig::NAMES`` lists them
-(tests/python/test_suite.py checks the two agree)."""
+MEDIA_CONTROLLERS: tuple[str, ...] = _native.CONTROLLERS
+"""The media controllers, as the native module lists them
+(``rtcc_core::cc::CcConfig::NAMES``)."""
 
 SUITES: tuple[str, ...] = ("rfc8867", "rfc8869")
 
