@@ -8,7 +8,7 @@ from ``../shared/traces/mahimahi`` when that folder exists, skipped with a
 message otherwise) and seeds 6-8. The set-up is ``lte-trace.toml``'s (20 ms
 one way, 60 KB queue, NACK, encoder up to 4 Mbps, 120 s). Each variant is a
 controller plus ``cc_config`` overrides, so a mechanism can be compared with
-itself switched off (docs/algorithms/camel.md, I30, I31 and I32).
+itself switched off (docs/algorithms/camel.md, I30, I31, I32 and I33).
 
 Usage::
 
@@ -59,6 +59,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         {"queue_pushback": False, "queue_drain_horizon": "0s"},
     ),
     "camel without I32": ("camel", {"stretch_window": "0s"}),
+    "camel without I33": ("camel", {"buffer_fallback": False}),
     "gcc": ("gcc", {}),
     "sqp": ("sqp", {}),
 }

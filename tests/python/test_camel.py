@@ -150,9 +150,10 @@ def test_camel_keeps_a_minimal_rate_beside_cubic_in_a_deep_buffer(seed: int) -> 
 
 def test_shallow_buffer_shrinks_the_burst_and_falls_back() -> None:
     """§4.3 at a 2 KB buffer (Fig. 20): L reaches its minimum within 20 s on
-    every seed; then the loss still above p_phys hands control to GCC, on 4
-    of seeds 1-5 within 90 s (seed 5 keeps L swinging between 2 and 4 KB)."""
-    fell_back = []
+    every seed; the period's queue range (I33's buffer estimate) is under a
+    2 KB burst plus a packet, so the loss hands control to GCC at the first
+    update at the minimum, and GCC holds most of the run. At 4 KB the
+    estimate is above the bound and Camel keeps bursting (Fig. 13)."""
     for seed in [1, 2, 3, 4, 5]:
         flow = media("media", recovery="nack")
         r = rtcc.run(scenario([flow], duration="90s", queue="2KB"), seed=seed, cc_trace=True)
@@ -160,9 +161,23 @@ def test_shallow_buffer_shrinks_the_burst_and_falls_back() -> None:
         at_min = length.filter(pl.col("value") <= 2048)["time_s"].cast(pl.Float64).min()
         assert isinstance(at_min, float), f"2 KB, seed {seed}: L never at 2 KB"
         assert at_min <= 20, f"2 KB, seed {seed}: L at 2 KB from {at_min} s"
-        if trace(r, "media", "fallback").filter(pl.col("value") > 0).height:
-            fell_back.append(seed)
-    assert len(fell_back) >= 4, f"2 KB: fall-back on seeds {fell_back} of 1-5"
+        buffer = trace(r, "media", "buffer_bytes")["value"].median()
+        assert isinstance(buffer, float), (seed, buffer)
+        assert buffer < 2048 + 1200, (seed, buffer)
+        fallback = trace(r, "media", "fallback")
+        first = fallback.filter(pl.col("value") > 0)["time_s"].cast(pl.Float64).min()
+        assert isinstance(first, float), f"2 KB, seed {seed}: {first!r}"
+        assert first <= at_min + 10, f"2 KB, seed {seed}: {first}"
+        share = fallback["value"].mean()
+        assert isinstance(share, float), f"2 KB, seed {seed}: {share!r}"
+        assert share >= 0.5, f"2 KB, seed {seed}: {share}"
+    for seed in [1, 2]:
+        flow = media("media", recovery="nack")
+        r = rtcc.run(scenario([flow], duration="60s", queue="4KB"), seed=seed, cc_trace=True)
+        buffer = trace(r, "media", "buffer_bytes")["value"].min()
+        assert isinstance(buffer, float), (seed, buffer)
+        assert buffer > 2048 + 1200, (seed, buffer)
+        assert trace(r, "media", "fallback")["value"].max() == 0, f"4 KB, seed {seed}"
 
 
 @pytest.mark.parametrize("seed", SEEDS)

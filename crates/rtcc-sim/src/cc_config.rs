@@ -445,6 +445,7 @@ pub(crate) fn cc_config(
                         "slice_min_packets",
                         "phys_loss_history",
                         "fallback",
+                        "buffer_fallback",
                         "anchored_gradient",
                         "loss_detect_margin",
                         "loss_detect_min_packets",
@@ -489,6 +490,7 @@ pub(crate) fn cc_config(
             set(&mut c.slice_min_packets, k.count("slice_min_packets")?);
             set(&mut c.phys_loss_history, k.count("phys_loss_history")?);
             set(&mut c.fallback, k.flag("fallback")?);
+            set(&mut c.buffer_fallback, k.flag("buffer_fallback")?);
             set(&mut c.anchored_gradient, k.flag("anchored_gradient")?);
             set(&mut c.loss_detect_margin, k.number("loss_detect_margin")?);
             set(&mut c.share_cap_hold, k.duration("share_cap_hold")?);

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 
 use crate::time::{Duration, Instant};
-use crate::units::Bytes;
+use crate::units::{Bitrate, Bytes};
 
 /// Burst-length settings (see `CamelConfig` for sources).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,6 +33,12 @@ pub struct BurstConfig {
     pub slice_min_packets: u64,
     /// Periods pooled for p_phys (ours, I16).
     pub history: usize,
+    /// I33: at the minimum L, fall back when the measured buffer cannot
+    /// hold a minimum burst and the period lost packets (ours).
+    pub buffer_fallback: bool,
+    /// I33: what a burst of the minimum length needs beside itself in the
+    /// buffer to count as held: one full packet (ours).
+    pub buffer_slack: Bytes,
 }
 
 /// Standard errors by which p_cur must exceed p_phys, besides the 10 %
@@ -80,6 +86,13 @@ pub struct BurstLengthController {
     next_update: Instant,
     p_phys: Option<f64>,
     p_cur: Option<f64>,
+    /// Smallest and largest one-way delay (arrival − send, ns) of the
+    /// period's received media packets (I33).
+    owd_range: Option<(i64, i64)>,
+    /// BW_avg, for the buffer estimate (I33).
+    bw_avg: Option<Bitrate>,
+    /// The last period's buffer estimate (I33).
+    buffer: Option<Bytes>,
 }
 
 impl BurstLengthController {
@@ -93,7 +106,30 @@ impl BurstLengthController {
             next_update: now + cfg.update_interval,
             p_phys: None,
             p_cur: None,
+            owd_range: None,
+            bw_avg: None,
+            buffer: None,
         }
+    }
+
+    /// A received media packet's one-way delay, arrival (receiver clock) −
+    /// send (sender clock), in ns: only differences mean anything (I33).
+    pub fn on_owd(&mut self, owd_ns: i64) {
+        self.owd_range = Some(match self.owd_range {
+            None => (owd_ns, owd_ns),
+            Some((lo, hi)) => (lo.min(owd_ns), hi.max(owd_ns)),
+        });
+    }
+
+    /// The current BW_avg (I33).
+    pub fn set_bw_avg(&mut self, bw: Option<Bitrate>) {
+        self.bw_avg = bw;
+    }
+
+    /// The last period's buffer estimate (I33): the range of its one-way
+    /// delays times BW_avg, the bytes the bottleneck held at its fullest.
+    pub fn buffer_estimate(&self) -> Option<Bytes> {
+        self.buffer
     }
 
     /// L.
@@ -128,6 +164,7 @@ impl BurstLengthController {
         self.burst_length = length;
         self.next_update = now + self.cfg.update_interval;
         self.current.clear();
+        self.owd_range = None;
     }
 
     /// p_phys (I16, revised twice): §4.3 "the smallest loss rate of the
@@ -188,6 +225,18 @@ impl BurstLengthController {
             .fold((0u64, 0u64), |(a, b), &(l, t)| (a + l, b + t));
         let phys = self.physical_loss();
         self.p_phys = phys.map(|(p, _)| p);
+        // I33: the largest queue of the period, in bytes.
+        self.buffer = match (self.owd_range.take(), self.bw_avg) {
+            (Some((lo, hi)), Some(bw)) => {
+                let span = Duration::from_nanos(u64::try_from(hi - lo).unwrap_or(0));
+                Some(bw * span)
+            }
+            _ => None,
+        };
+        let small_buffer = self.cfg.buffer_fallback
+            && self
+                .buffer
+                .is_some_and(|b| b < self.cfg.min + self.cfg.buffer_slack);
         let result = if total < self.cfg.slice_min_packets {
             self.p_cur = None;
             BurstUpdate::Hold
@@ -203,7 +252,12 @@ impl BurstLengthController {
             // p_min, the algorithm falls back to a GCC-based approach." At the
             // minimum the burst is no longer what loses packets, so "the loss
             // rate" there is the period's loss over all slices (I19).
-            if self.burst_length <= self.cfg.min && (over(p_cur, total) || over(p_all, all_total)) {
+            if self.burst_length <= self.cfg.min
+                && (over(p_cur, total) || over(p_all, all_total) || small_buffer && all_lost > 0)
+            {
+                // I33: a buffer that cannot hold the smallest burst makes
+                // every loss overflow, slice 0's too, so p_phys (from slice
+                // 0) is no yardstick there: any loss of the period counts.
                 BurstUpdate::Fallback
             } else if over(p_cur, total) {
                 self.burst_length = self
@@ -254,6 +308,8 @@ mod tests {
             max: Bytes::new(65536),
             slice_min_packets: 30,
             history: 6,
+            buffer_fallback: true,
+            buffer_slack: Bytes::new(1200),
         }
     }
 
@@ -464,5 +520,63 @@ mod tests {
         }
         period(&mut b, 1, 100, |_| 0.3);
         assert_eq!(b.on_timeout(b.next_update()), Some(BurstUpdate::Fallback));
+    }
+
+    /// One period at the minimum L in which slice 0 loses `p` of 100
+    /// packets and the one-way delays span `span_ms` at BW_avg 1 Mbps.
+    fn minimum_period(b: &mut BurstLengthController, p: f64, span_ms: u64) {
+        period(b, 1, 100, |_| p);
+        b.set_bw_avg(Some(Bitrate::kbps(1000)));
+        b.on_owd(40_000_000);
+        b.on_owd(40_000_000 + span_ms as i64 * 1_000_000);
+    }
+
+    #[test]
+    fn a_buffer_smaller_than_a_minimum_burst_falls_back_on_any_loss() {
+        // I33. Five clean periods, then slice 0 loses 12 %: against a p_phys
+        // of 10 % that is not "10 % above" significantly, so eq. 7 alone
+        // keeps L. A 16 ms delay range at 1 Mbps is a 2 KB buffer (smaller
+        // than 2 KB + one packet): every loss there is overflow.
+        let run = |span_ms: u64, on: bool| {
+            let mut b = BurstLengthController::new(
+                Instant::ZERO,
+                BurstConfig {
+                    initial: Bytes::new(2048),
+                    buffer_fallback: on,
+                    ..cfg()
+                },
+            );
+            for _ in 0..5 {
+                minimum_period(&mut b, 0.10, span_ms);
+                b.on_timeout(b.next_update());
+                // Held at the minimum (as eq. 7 would after overflow).
+                b.restart(b.next_update(), Bytes::new(2048));
+            }
+            minimum_period(&mut b, 0.12, span_ms);
+            let update = b.on_timeout(b.next_update());
+            (update, b.buffer_estimate())
+        };
+        let (update, buffer) = run(16, true);
+        assert_eq!(update, Some(BurstUpdate::Fallback));
+        assert_eq!(buffer, Some(Bytes::new(2000)));
+        // A 40 ms range is a 5 KB queue: the buffer holds a burst, eq. 7 decides.
+        assert_eq!(
+            run(40, true),
+            (Some(BurstUpdate::Grow), Some(Bytes::new(5000)))
+        );
+        // Switched off: §4.3's test alone.
+        assert_eq!(run(16, false).0, Some(BurstUpdate::Grow));
+    }
+
+    #[test]
+    fn a_small_buffer_without_loss_does_not_fall_back() {
+        let mut b = at_minimum();
+        minimum_period(&mut b, 0.0, 10);
+        assert_eq!(b.on_timeout(b.next_update()), Some(BurstUpdate::Grow));
+        assert_eq!(b.buffer_estimate(), Some(Bytes::new(1250)));
+        // The range is per period: a period without delay samples has none.
+        period(&mut b, 1, 100, |_| 0.0);
+        b.on_timeout(b.next_update());
+        assert_eq!(b.buffer_estimate(), None);
     }
 }

@@ -170,6 +170,13 @@ pub struct CamelConfig {
     pub phys_loss_history: usize,
     /// Time in fall-back before Camel tries again (ours, I19).
     pub fallback_hold: Duration,
+    /// I33: at the minimum burst length, also fall back when the period's
+    /// largest queue (its one-way delay range × BW_avg) is smaller than a
+    /// minimum burst plus one full packet and the period lost packets: such
+    /// a buffer overflows on every burst, slice 0 included, so p_phys
+    /// measures overflow and eq. 7's comparison cannot fire (ours; default
+    /// on, `false` is §4.3's test alone).
+    pub buffer_fallback: bool,
     /// Whether Camel falls back to GCC at the minimum burst length (§4.3).
     /// `false`, with `burst_min = burst_max`, is the fixed-burst baseline of
     /// §5.4 (Fig. 13: "a fixed 20 KB burst"), which has no bursting-length
@@ -226,6 +233,7 @@ impl Default for CamelConfig {
             slice_min_packets: 30,
             phys_loss_history: 6,
             fallback_hold: Duration::from_secs(30),
+            buffer_fallback: true,
             fallback: true,
             gcc: GccConfig::default(),
         }
@@ -440,6 +448,8 @@ impl CamelConfig {
             max: self.burst_max,
             slice_min_packets: self.slice_min_packets,
             history: self.phys_loss_history,
+            buffer_fallback: self.buffer_fallback,
+            buffer_slack: crate::transport::wire::MAX_CHUNK,
         }
     }
 }
@@ -461,6 +471,7 @@ pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "fallback",
     "pushback",
     "stretch_ms",
+    "buffer_bytes",
 ];
 
 /// A snapshot of Camel's state, for traces and tests.
@@ -855,6 +866,9 @@ impl CongestionController for Camel {
         sink.record("fallback", trace_flag(i.fallback_until.is_some()));
         sink.record("pushback", self.pushback);
         sink.record("stretch_ms", self.estimator.stretch().as_millis_f64());
+        if let Some(b) = self.burst.buffer_estimate() {
+            sink.record("buffer_bytes", trace_bytes(b));
+        }
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
@@ -882,9 +896,15 @@ impl CongestionController for Camel {
         for &t in &out.lossy_heads {
             self.estimator.on_lossy_head(t);
         }
-        // I8: what was delivered, for BW_avg when no head survives.
-        for r in report.packets.iter().filter(|r| r.arrival.is_some()) {
-            self.estimator.on_delivered(now, r.sent.size);
+        // I8: what was delivered, for BW_avg when no head survives; I33:
+        // the period's range of one-way delays.
+        for r in report.packets.iter() {
+            if let Some(a) = r.arrival {
+                self.estimator.on_delivered(now, r.sent.size);
+                if r.sent.kind == crate::packet::PacketKind::Media {
+                    self.burst.on_owd(a.signed_nanos_since(r.sent.send_time));
+                }
+            }
         }
         for s in &out.delay {
             self.estimator.on_delay(s.send_time, s.delay);
@@ -901,6 +921,7 @@ impl CongestionController for Camel {
         // first packet was lost give no delay sample).
         let new_evidence = !out.delay.is_empty() || !out.slices.is_empty();
         self.estimator.update(now);
+        self.burst.set_bw_avg(self.estimator.bw_avg());
         self.detector
             .set_physical_loss(self.burst.physical_loss_estimate());
         self.detector.set_delay_noise(self.estimator.delay_noise());
