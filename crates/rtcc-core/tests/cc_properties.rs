@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 
 use proptest::prelude::*;
+use rtcc_core::cc::contract::{self, Contract};
 use rtcc_core::{
     Bitrate, Bytes, CcConfig, CongestionController, Controller, Duration, FeedbackReport,
     FrameInfo, FrameType, Instant, PacketKind, PacketResult, SentPacket,
@@ -23,9 +24,6 @@ use rtcc_core::{
 const MTU: u64 = 1200;
 /// Wire overhead per packet.
 const OVERHEAD: u64 = 48;
-/// Pacing may exceed the maximum target (probing gains, pacing factors), but
-/// never by more than this factor.
-const PACING_HEADROOM: u64 = 20;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -229,65 +227,13 @@ impl Driver {
     }
 
     fn check(&self, after: &str) {
-        let name = self.cc.name();
-        let (lo, hi) = self.bounds;
-        let target = self.cc.target_bitrate();
-        assert!(
-            target >= lo && target <= hi,
-            "{name} after {after} at {}: target {target} outside [{lo}, {hi}]",
-            self.now
-        );
-        let budget = self.cc.send_budget();
-        assert!(
-            budget.pacing_rate > Bitrate::ZERO,
-            "{name} after {after}: pacing rate is zero"
-        );
-        let cap = Bitrate::bps(hi.as_bps().saturating_mul(PACING_HEADROOM));
-        assert!(
-            budget.pacing_rate <= cap,
-            "{name} after {after}: pacing rate {} above {cap}",
-            budget.pacing_rate
-        );
-        if let Some(cwnd) = budget.cwnd {
-            assert!(cwnd > Bytes::ZERO, "{name} after {after}: zero cwnd");
+        let contract = Contract {
+            bounds: self.bounds,
+            may_plan_repair: self.may_plan_repair,
+        };
+        if let Err(e) = contract::check(&self.cc, self.now, contract) {
+            panic!("{} after {after} at {}: {e}", self.cc.name(), self.now);
         }
-        if let Some(t) = self.cc.poll_timeout() {
-            assert!(
-                t >= self.now,
-                "{name} after {after}: poll_timeout {t} is before now {}",
-                self.now
-            );
-        }
-        let est = self.cc.estimate();
-        if let Some(bw) = est.bandwidth {
-            assert!(
-                bw > Bitrate::ZERO,
-                "{name} after {after}: zero bandwidth estimate"
-            );
-        }
-        if let Some(p) = est.loss_rate {
-            assert!(
-                p.is_finite() && (0.0..=1.0).contains(&p),
-                "{name} after {after}: loss rate {p}"
-            );
-        }
-        if let Some(plan) = self.cc.layer_plan() {
-            assert!(
-                plan.protected == 0 || self.may_plan_repair,
-                "{name} after {after}: plans repair ({plan:?}) though its \
-                 configuration says it never does"
-            );
-        }
-        let declared = self.cc.trace_variables();
-        let mut seen: Vec<&'static str> = Vec::new();
-        self.cc.trace(&mut |v: &'static str, x: f64| {
-            assert!(
-                declared.contains(&v) && !seen.contains(&v),
-                "{name} after {after}: trace reports \"{v}\" undeclared or twice"
-            );
-            assert!(x.is_finite(), "{name} after {after}: trace {v} = {x}");
-            seen.push(v);
-        });
     }
 }
 

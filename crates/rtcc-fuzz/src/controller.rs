@@ -6,24 +6,19 @@
 //! any subset of the packets in flight reported, losses, duplicates,
 //! packets reported lost and later received).
 //!
-//! Invariants checked after every event (the trait's contract, rtcc-core
-//! crate doc "Call protocol"): the target bitrate within the configuration's
-//! `bitrate_bounds`, a positive pacing rate within `PACING_HEADROOM` times the
-//! maximum, a positive congestion window if any, `poll_timeout` never before
-//! the last `now`, a finite loss rate in [0, 1], traced variables declared
-//! and finite, repair planned only by a configuration that may plan it.
+//! Invariants checked after every event: the trait's contract as
+//! `rtcc_core::cc::contract::check` states it (the one the property tests
+//! check too).
 
 use std::collections::VecDeque;
 
 use arbitrary::{Arbitrary, Unstructured};
+use rtcc_core::cc::contract::{self, Contract};
 use rtcc_core::{
     Bitrate, Bytes, CcConfig, CongestionController, Controller, Duration, FeedbackReport,
     FrameInfo, FrameType, Instant, PacketKind, PacketResult, SentPacket,
 };
 
-/// Pacing may exceed the maximum target (probing gains, pacing factors), but
-/// never by more than this factor (as in `cc_properties.rs`).
-const PACING_HEADROOM: u64 = 20;
 /// Events per input: enough for minutes of traffic, bounded so an input
 /// runs in milliseconds.
 const MAX_EVENTS: usize = 2_000;
@@ -279,69 +274,12 @@ impl Driver {
     }
 
     fn check(&self, after: &str) {
-        let name = self.cc.name();
-        let now = self.now;
-        let (lo, hi) = self.bounds;
-        let target = self.cc.target_bitrate();
-        assert!(
-            target >= lo && target <= hi,
-            "{name} after {after} at {now}: target {target} outside [{lo}, {hi}]"
-        );
-        let budget = self.cc.send_budget();
-        assert!(
-            budget.pacing_rate > Bitrate::ZERO,
-            "{name} after {after} at {now}: pacing rate is zero"
-        );
-        let cap = Bitrate::bps(hi.as_bps().saturating_mul(PACING_HEADROOM));
-        assert!(
-            budget.pacing_rate <= cap,
-            "{name} after {after} at {now}: pacing rate {} above {cap}",
-            budget.pacing_rate
-        );
-        if let Some(cwnd) = budget.cwnd {
-            assert!(
-                cwnd > Bytes::ZERO,
-                "{name} after {after} at {now}: zero cwnd"
-            );
+        let contract = Contract {
+            bounds: self.bounds,
+            may_plan_repair: self.may_plan_repair,
+        };
+        if let Err(e) = contract::check(&self.cc, self.now, contract) {
+            panic!("{} after {after} at {}: {e}", self.cc.name(), self.now);
         }
-        if let Some(t) = self.cc.poll_timeout() {
-            assert!(
-                t >= now,
-                "{name} after {after}: poll_timeout {t} is before now {now}"
-            );
-        }
-        let est = self.cc.estimate();
-        if let Some(bw) = est.bandwidth {
-            assert!(
-                bw > Bitrate::ZERO,
-                "{name} after {after} at {now}: zero bandwidth estimate"
-            );
-        }
-        if let Some(p) = est.loss_rate {
-            assert!(
-                p.is_finite() && (0.0..=1.0).contains(&p),
-                "{name} after {after} at {now}: loss rate {p}"
-            );
-        }
-        if let Some(plan) = self.cc.layer_plan() {
-            assert!(
-                plan.protected == 0 || self.may_plan_repair,
-                "{name} after {after} at {now}: plans repair ({plan:?}) though its \
-                 configuration says it never does"
-            );
-        }
-        let declared = self.cc.trace_variables();
-        let mut seen: Vec<&'static str> = Vec::new();
-        self.cc.trace(&mut |v: &'static str, x: f64| {
-            assert!(
-                declared.contains(&v) && !seen.contains(&v),
-                "{name} after {after} at {now}: trace reports \"{v}\" undeclared or twice"
-            );
-            assert!(
-                x.is_finite(),
-                "{name} after {after} at {now}: trace {v} = {x}"
-            );
-            seen.push(v);
-        });
     }
 }

@@ -7,6 +7,7 @@
 pub mod bbr;
 pub mod camel;
 pub mod cdm;
+pub mod contract;
 pub mod copa;
 pub mod cubic;
 pub mod delay_bbr;
