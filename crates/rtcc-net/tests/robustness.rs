@@ -1195,10 +1195,14 @@ fn wild_feedback_from_the_peer_cannot_panic_the_sender() {
         "{:?}",
         tx.session
     );
-    // ... and did not steer it: the same run against an honest receiver
-    // alone sends as much (within 30 %: the two real-time runs may meet a
-    // different load) and ends at the same target within 20 % (GCC's
-    // 2.5 Mbps ceiling on loopback; measured 999 against 1 010 datagrams). Reports of packets already reported,
+    // ... and could not make it send more: against the same run with an
+    // honest receiver alone (GCC's 2.5 Mbps ceiling on loopback), never
+    // more than 30 % above in bytes (two real-time runs may meet different
+    // loads) nor above its target. Mutated reports about packets really in
+    // flight are the peer's word that they were lost, and may lower the
+    // rate (one debug run under load: 17 such losses, 1.44 Mbps); nothing
+    // wild may collapse it: at least half the bytes and half the target
+    // (typically 0.99-1.01 of the bytes, the same target). Reports of packets already reported,
     // of sequence numbers never sent and of arrivals decades apart are
     // dropped entry by entry (`unknown_feedback_entries` above).
     let rx_addr = free_port();
@@ -1214,7 +1218,7 @@ fn wild_feedback_from_the_peer_cannot_panic_the_sender() {
     fake.join().unwrap();
     let ratio = tx.stats.bytes_sent as f64 / honest.stats.bytes_sent as f64;
     assert!(
-        (0.7..1.3).contains(&ratio),
+        (0.5..1.3).contains(&ratio),
         "sent {} B with wild feedback, {} B without",
         tx.stats.bytes_sent,
         honest.stats.bytes_sent
@@ -1224,7 +1228,7 @@ fn wild_feedback_from_the_peer_cannot_panic_the_sender() {
         honest.final_target.as_kbps_f64(),
     );
     assert!(
-        (wild_kbps / honest_kbps - 1.0).abs() <= 0.2,
+        wild_kbps >= 0.5 * honest_kbps && wild_kbps <= honest_kbps * 1.01,
         "target {wild_kbps} kbps with wild feedback, {honest_kbps} without"
     );
 }
