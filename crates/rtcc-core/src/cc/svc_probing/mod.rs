@@ -699,6 +699,14 @@ impl CongestionController for SvcProbing {
             }
         }
         self.normal_period(now);
+        // A report can put the train's deadline in the past: the first RTT
+        // sample arrives after the train's timeout (the deadline needs an
+        // RTT), or a smaller one shrinks 2·srtt. Handle it now, as the
+        // driver would at once, so that `poll_timeout` is never before
+        // `now` (the trait's contract; found by the controller fuzz target).
+        if self.train_deadline().is_some_and(|d| now >= d) {
+            self.on_timeout(now);
+        }
     }
 
     fn on_timeout(&mut self, now: Instant) {
