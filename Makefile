@@ -15,7 +15,7 @@ REQS := $(VENV)/requirements.txt
 CARGO_PY := PYO3_PYTHON=$(PY)
 
 .PHONY: venv develop build demo test lint-rust lint-python test-rust test-python \
-        bench bench-ns3 clean media-tools browser-tools
+        bench bench-ns3 ns2-crosscheck clean media-tools browser-tools sim-tools
 
 venv: $(STAMP)
 
@@ -46,7 +46,7 @@ demo: develop
 	$(VENV)/bin/rtcc run scenarios/demo.toml --out results/demo --seed 1
 	$(VENV)/bin/rtcc report results/demo -o results/demo/report.html
 
-test: media-tools browser-tools test-rust lint-rust test-python
+test: media-tools browser-tools sim-tools test-rust lint-rust test-python
 
 # Default members only: rtcc-py is a cdylib for the Python interpreter and is
 # exercised through pytest below.
@@ -61,8 +61,8 @@ lint-rust: venv
 	RUSTDOCFLAGS="-D warnings" $(CARGO_PY) cargo doc --no-deps --workspace --quiet
 
 lint-python: venv
-	$(VENV)/bin/ruff check python tests/python
-	$(VENV)/bin/ruff format --check python tests/python
+	$(VENV)/bin/ruff check python tests/python bench/ns2
+	$(VENV)/bin/ruff format --check python tests/python bench/ns2
 
 test-python: develop lint-python
 	$(VENV)/bin/mypy
@@ -77,6 +77,11 @@ bench: develop
 
 bench-ns3:
 	bash bench/ns3/compare.sh
+
+# The TFRC and TCP baselines of papers/svc-topdown-probing.txt in ns-2 and in
+# rtcc, side by side (bench/ns2/README.md; docs/results/fidelity.md).
+ns2-crosscheck: sim-tools develop
+	$(PY) bench/ns2/crosscheck.py
 
 # ffmpeg, for the H.264 decode test (crates/rtcc-net/tests/h264_decode.rs),
 # GStreamer, for the interop test (tests/python/test_interop.py), and tshark,
@@ -104,6 +109,27 @@ media-tools:
 	    echo "media-tools: installed ffmpeg, GStreamer and tshark"; \
 	  else \
 	    echo "media-tools: apt-get install failed; the decode, interop and pcap tests will skip"; \
+	  fi; \
+	fi
+
+# ns-2 (Debian `ns2`, 2.35), the simulator papers/svc-topdown-probing.txt ran:
+# tests/python/test_ns2.py runs rtcc's TFRC and TCP against its agents on the
+# paper's topologies (bench/ns2/crosscheck.py), and skips without it. Best
+# effort: never fails the build, says why not.
+sim-tools:
+	@if command -v ns >/dev/null 2>&1 && echo 'puts [Agent/TFRC set packetSize_]; exit' | ns >/dev/null 2>&1; then \
+	  echo "sim-tools: ns-2 already installed ($$(command -v ns))"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "sim-tools: apt-get not found; install ns-2 (ns2) with your package manager"; \
+	else \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "sim-tools: not root and no sudo; cannot install ns-2"; exit 0; fi; \
+	  if $$SUDO apt-get update -qq && \
+	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends ns2; then \
+	    echo "sim-tools: installed ns-2 ($$(command -v ns))"; \
+	  else \
+	    echo "sim-tools: apt-get install ns2 failed; the ns-2 cross-check test will skip"; \
 	  fi; \
 	fi
 
