@@ -1217,3 +1217,29 @@ def test_a_gain_over_another_experiment_is_a_comparison() -> None:
         id="c", text="t", experiment="e", metric="{flow:a.x} * 8", check={"op": ">", "value": 1}
     )
     assert one.absolute
+
+
+def test_a_window_table_shows_every_flow_over_the_seeds(tmp_path: Path) -> None:
+    folder = make_paper(tmp_path, CLAIMS)
+    spec = tomllib.loads((folder / "paper.toml").read_text())
+    spec["experiment"][0]["window_table"] = True
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"key `window_table`: needs `windows`"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    spec["experiment"][0]["window_table"] = "yes"
+    spec["experiment"][0]["windows"] = {"late": ["10s", "end"]}
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    with pytest.raises(PaperError, match=r"key `window_table`: expected true or false"):
+        reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    spec["experiment"][0]["window_table"] = True
+    (folder / "paper.toml").write_text(tomli_w.dumps(spec))
+    md, _ = reproduce(folder, out=tmp_path / "x.md", runs_dir=tmp_path / "runs")
+    text = md.read_text()
+    head = "Window `late` (10-20 s), mean (min-max) over 2 seed(s); Jain's index "
+    assert head in text
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["| flow"].startswith("| flow | goodput (kbps) | target (kbps) | queue delay (ms)")
+    # The fixed flow's goodput over 10-20 s is its 200 kbps less headers, on both seeds.
+    fixed = rows["| fixed"].split(" | ")[1]
+    mean = float(fixed.split(" ")[0])
+    assert 150 < mean <= 200, fixed

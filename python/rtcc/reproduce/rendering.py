@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rtcc.reproduce.judging import HOLDS, MIXED, NA, VERDICTS, ClaimResult, _seed_values
-from rtcc.reproduce.metrics import _mean_of
+from rtcc.reproduce.metrics import _mean_of, metric_value
 from rtcc.reproduce.spec import _Experiment
 
 if TYPE_CHECKING:
@@ -136,6 +136,54 @@ def _compare_table(
     return [*lines, ""]
 
 
+# The window table of an experiment with `window_table = true`: (header, key, format).
+_WINDOW_COLUMNS = (
+    ("goodput (kbps)", "goodput_kbps", "{:.0f}"),
+    ("target (kbps)", "target_kbps", "{:.0f}"),
+    ("queue delay (ms)", "queue_delay_ms", "{:.0f}"),
+    ("loss", "loss_rate", "{:.2%}"),
+    ("PSNR (dB)", "psnr_db", "{:.1f}"),
+)
+
+
+def _window_table(exp: _Experiment, runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every flow's window metrics, mean (min-max) over the seeds."""
+    lines: list[str] = []
+    flows = [str(f.get("name")) for f in exp.scenario.get("flow", [])]
+
+    def cell(path: str, fmt: str) -> str:
+        values = [v for v in (metric_value(r, path) for r in runs) if v is not None]
+        if not values:
+            return "—"
+        mean = fmt.format(sum(values) / len(values))
+        if len(values) == 1:
+            return mean
+        return f"{mean} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+    for window, (start, end) in exp.windows.items():
+        columns = [
+            (h, k, f)
+            for h, k, f in _WINDOW_COLUMNS
+            if any(
+                metric_value(r, f"windows.{window}.{fl}.{k}") is not None
+                for r in runs
+                for fl in flows
+            )
+        ]
+        lines += [
+            f"Window `{window}` ({start:g}-{end:g} s), mean (min-max) over "
+            f"{len(runs)} seed(s); Jain's index {cell(f'windows.{window}.jain', '{:.3f}')}:",
+            "",
+            "| flow | " + " | ".join(h for h, _, _ in columns) + " |",
+            "|---|" + "---|" * len(columns),
+        ]
+        for flow in flows:
+            cells = [cell(f"windows.{window}.{flow}.{k}", f) for _, k, f in columns]
+            lines.append(f"| {flow} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
 def _sweep_tables(
     sweep_id: str,
     experiments: Mapping[str, _Experiment],
@@ -232,6 +280,9 @@ def _markdown(
         lines += [f"## {group}", "", f"Scenario `{exp.scenario_file}`{where and ', '}{where}.", ""]
         if exp.cc is not None:
             lines += _compare_table(ids, experiments, summaries)
+        for exp_id in ids:
+            if experiments[exp_id].window_table:
+                lines += _window_table(experiments[exp_id], summaries[exp_id])
         group_results = [r for r in results if r.claim.experiment in ids]
         if group_results:
             lines += [

@@ -175,6 +175,8 @@ class _Experiment:
     estimates: str | None = None
     # Flows whose cc_trace.csv variables get window metrics (`trace` key).
     trace: tuple[str, ...] = ()
+    # The report shows every flow's window metrics (`window_table` key).
+    window_table: bool = False
 
     def flows_under_test(self) -> tuple[str, ...]:
         """The flows ``compare`` gives the controller, else every video flow."""
@@ -385,6 +387,7 @@ _EXPERIMENT_KEYS = frozenset(
         "vary",
         "estimates",
         "trace",
+        "window_table",
     }
 )
 
@@ -453,6 +456,11 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 raise PaperError(f"{where}: key `trace`: no flow named `{flow}`")
         if traced and not windows:
             raise PaperError(f"{where}: key `trace`: needs `windows` to measure over")
+        window_table = exp.get("window_table", False)
+        if not isinstance(window_table, bool):
+            raise PaperError(f"{where}: key `window_table`: expected true or false")
+        if window_table and not windows:
+            raise PaperError(f"{where}: key `window_table`: needs `windows` to tabulate")
         points: list[tuple[str, Any]] = [("", None)]
         sweep = None
         if "vary" in exp:
@@ -496,6 +504,7 @@ def _experiments(spec: Mapping[str, Any], path: Path, quick: bool) -> dict[str, 
                 experiment.sweep = point_sweep
                 experiment.estimates = estimates
                 experiment.trace = tuple(traced)
+                experiment.window_table = window_table
                 add(cc_id, experiment, where)
     if not out:
         raise PaperError(f"{path}: no [[experiment]]")
