@@ -85,73 +85,31 @@ ns2-crosscheck: sim-tools develop
 
 # ffmpeg, for the H.264 decode test (crates/rtcc-net/tests/h264_decode.rs),
 # GStreamer, for the interop test (tests/python/test_interop.py), and tshark,
-# for the pcap test (tests/python/test_pcap.py; DEBIAN_FRONTEND=noninteractive
-# answers its debconf question about non-root capture with the default, no);
-# all skip without them. Best effort: never fails the build, says why not.
+# for the pcap test (tests/python/test_pcap.py); all skip without them. Best
+# effort (scripts/debian-tools.sh): never fails the build, says why not.
 media-tools:
-	@if command -v ffmpeg >/dev/null 2>&1 && command -v gst-launch-1.0 >/dev/null 2>&1 && \
-	    command -v tshark >/dev/null 2>&1 && \
-	    gst-inspect-1.0 --exists x264enc && gst-inspect-1.0 --exists rtpbin && \
-	    gst-inspect-1.0 --exists avdec_h264 && \
-	    /usr/bin/python3 -c 'import gi; gi.require_version("Gst", "1.0")' 2>/dev/null; then \
-	  echo "media-tools: ffmpeg, GStreamer and tshark already installed"; \
-	elif ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "media-tools: apt-get not found; install ffmpeg, GStreamer and tshark with your package manager"; \
-	else \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	  else echo "media-tools: not root and no sudo; cannot install ffmpeg, GStreamer and tshark"; exit 0; fi; \
-	  if $$SUDO apt-get update -qq && \
-	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends \
-	       ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
-	       gstreamer1.0-plugins-ugly gstreamer1.0-libav python3-gi gir1.2-gstreamer-1.0 \
-	       gir1.2-gst-plugins-base-1.0 tshark; then \
-	    echo "media-tools: installed ffmpeg, GStreamer and tshark"; \
-	  else \
-	    echo "media-tools: apt-get install failed; the decode, interop and pcap tests will skip"; \
-	  fi; \
-	fi
+	@sh scripts/debian-tools.sh media-tools "ffmpeg, GStreamer and tshark" \
+	  "the decode, interop and pcap tests will skip" \
+	  'command -v ffmpeg && command -v gst-launch-1.0 && command -v tshark && \
+	   gst-inspect-1.0 --exists x264enc && gst-inspect-1.0 --exists rtpbin && \
+	   gst-inspect-1.0 --exists avdec_h264 && \
+	   /usr/bin/python3 -c "import gi; gi.require_version(\"Gst\", \"1.0\")"' \
+	  ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
+	  gstreamer1.0-plugins-ugly gstreamer1.0-libav python3-gi gir1.2-gstreamer-1.0 \
+	  gir1.2-gst-plugins-base-1.0 tshark
 
 # ns-2 (Debian `ns2`, 2.35), the simulator papers/svc-topdown-probing.txt ran:
 # tests/python/test_ns2.py runs rtcc's TFRC and TCP against its agents on the
-# paper's topologies (bench/ns2/crosscheck.py), and skips without it. Best
-# effort: never fails the build, says why not.
+# paper's topologies (bench/ns2/crosscheck.py), and skips without it.
 sim-tools:
-	@if command -v ns >/dev/null 2>&1 && echo 'puts [Agent/TFRC set packetSize_]; exit' | ns >/dev/null 2>&1; then \
-	  echo "sim-tools: ns-2 already installed ($$(command -v ns))"; \
-	elif ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "sim-tools: apt-get not found; install ns-2 (ns2) with your package manager"; \
-	else \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	  else echo "sim-tools: not root and no sudo; cannot install ns-2"; exit 0; fi; \
-	  if $$SUDO apt-get update -qq && \
-	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends ns2; then \
-	    echo "sim-tools: installed ns-2 ($$(command -v ns))"; \
-	  else \
-	    echo "sim-tools: apt-get install ns2 failed; the ns-2 cross-check test will skip"; \
-	  fi; \
-	fi
+	@sh scripts/debian-tools.sh sim-tools "ns-2" "the ns-2 cross-check test will skip" \
+	  "echo 'puts [Agent/TFRC set packetSize_]; exit' | ns" ns2
 
 # Chromium, for the headless-browser test of `rtcc report`
-# (tests/python/test_report.py, which skips without it). Best effort: never
-# fails the build, says why not.
+# (tests/python/test_report.py, which skips without it).
 browser-tools:
-	@if command -v chromium >/dev/null 2>&1; then \
-	  echo "browser-tools: chromium already installed ($$(command -v chromium))"; \
-	elif ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "browser-tools: apt-get not found; install chromium with your package manager"; \
-	else \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	  else echo "browser-tools: not root and no sudo; cannot install chromium"; exit 0; fi; \
-	  if $$SUDO apt-get update -qq && \
-	     DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; then \
-	    echo "browser-tools: installed $$(command -v chromium)"; \
-	  else \
-	    echo "browser-tools: apt-get install chromium failed; the browser test will skip"; \
-	  fi; \
-	fi
+	@sh scripts/debian-tools.sh browser-tools "chromium" "the browser test will skip" \
+	  "command -v chromium" chromium
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache
