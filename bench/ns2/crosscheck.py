@@ -50,24 +50,24 @@ ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "scenarios/papers/svc-probing/paper.toml"
 
 # Experiments of papers/svc-topdown-probing.txt whose flows ns-2 has agents for,
-# with the paper's number for the quantity in the last column (None: none given).
-EXPERIMENTS: dict[str, tuple[str, float | None]] = {
-    "fig14-tahoe-tfrc": ("jain", 0.964),
-    "fig15-newreno-tfrc": ("jain", 0.997),
-    "fig14-tahoe-q50-tfrc": ("jain", 0.964),
-    "fig15-newreno-q50-tfrc": ("jain", 0.997),
-    "fig14-tahoe-rwnd20-tfrc": ("jain", 0.964),
-    "fig15-newreno-rwnd20-tfrc": ("jain", 0.997),
-    "fig16-two-tfrc": ("jain", None),
-    "table3-tfrc-rtt1": ("jain", 0.781547),
-    "table3-tfrc-rtt2": ("jain", 0.686865),
-    "table3-tfrc-rtt3": ("jain", 0.626920),
-    "table3-tfrc-rtt4": ("jain", 0.594973),
-    "table3-tfrc-rtt5": ("jain", 0.569127),
-    "table2-4-peers-tfrc": ("jain", 0.437532),
-    "table2-8-peers-tfrc": ("jain", 0.610675),
-    "table2-16-peers-tfrc": ("jain", 0.999736),
-    "table2-16-peers-20mbps-tfrc": ("jain", 0.520080),
+# with the paper's Jain index for it (None: none given).
+EXPERIMENTS: dict[str, float | None] = {
+    "fig14-tahoe-tfrc": 0.964,
+    "fig15-newreno-tfrc": 0.997,
+    "fig14-tahoe-q50-tfrc": 0.964,
+    "fig15-newreno-q50-tfrc": 0.997,
+    "fig14-tahoe-rwnd20-tfrc": 0.964,
+    "fig15-newreno-rwnd20-tfrc": 0.997,
+    "fig16-two-tfrc": None,
+    "table3-tfrc-rtt1": 0.781547,
+    "table3-tfrc-rtt2": 0.686865,
+    "table3-tfrc-rtt3": 0.626920,
+    "table3-tfrc-rtt4": 0.594973,
+    "table3-tfrc-rtt5": 0.569127,
+    "table2-4-peers-tfrc": 0.437532,
+    "table2-8-peers-tfrc": 0.610675,
+    "table2-16-peers-tfrc": 0.999736,
+    "table2-16-peers-20mbps-tfrc": 0.520080,
 }
 
 TFRC_HEADERS = 48
@@ -188,7 +188,6 @@ def topology(scenario: Mapping[str, Any]) -> tuple[list[Link], list[Flow]]:
         rate, delay, queue = _link(specs[0], "link.0")
         links.append(Link(specs[0]["name"], rate, delay, queue, "A", "B"))
         a_rate = bps(topo.get("access_rate", "100Mbps"), "topology.access_rate")
-        a_delay = seconds(topo.get("access_delay", "1ms"), "topology.access_delay")
         a_queue = packets(topo.get("access_queue", "50pkts"), "topology.access_queue")
         for i, f in enumerate(scenario.get("flow", [])):
             d = seconds(
@@ -198,7 +197,6 @@ def topology(scenario: Mapping[str, Any]) -> tuple[list[Link], list[Flow]]:
             links.append(Link(f"{f['name']}-src", a_rate, d, a_queue, s, "A"))
             links.append(Link(f"{f['name']}-dst", a_rate, d, a_queue, "B", r))
             flows.append(Flow(f["name"], f.get("kind", "media"), s, r, ("B", r), f))
-        del a_delay
     elif kind == "paths":
         nodes = _Nodes()
         by_name: dict[str, tuple[float, float, int]] = {}
@@ -463,7 +461,7 @@ def compare_one(
             ours.append({f["name"]: metrics[f["name"]]["goodput_kbps"] for f in scenario["flow"]})
             theirs.append(run_ns2(to_tcl(varied, seed, window, agent_defaults)))
             runs.append(seed)
-    return Row(label, runs, ours, theirs, EXPERIMENTS.get(label, ("jain", None))[1])
+    return Row(label, runs, ours, theirs, EXPERIMENTS.get(label))
 
 
 def compare(

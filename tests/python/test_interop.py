@@ -196,6 +196,16 @@ def rtcc_send(
 ) -> subprocess.CompletedProcess[str]:
     """``rtcc send`` of ``clip`` once to a GStreamer receiver on loopback,
     from ``send_port``, with GStreamer's RTCP port given by ``--rtcp``."""
+    return rtcc_send_args(
+        rtp_port, send_port, gst_rtcp_port, out, "--source", str(clip), "--no-loop", *extra
+    )
+
+
+def rtcc_send_args(
+    rtp_port: int, send_port: int, gst_rtcp_port: int, out: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``rtcc send ARGS`` to a GStreamer receiver on loopback, from
+    ``send_port``, with GStreamer's RTCP port given by ``--rtcp``."""
     return subprocess.run(
         [
             *RTCC,
@@ -206,12 +216,9 @@ def rtcc_send(
             f"127.0.0.1:{send_port}",
             "--rtcp",
             f"127.0.0.1:{gst_rtcp_port}",
-            "--source",
-            str(clip),
-            "--no-loop",
+            *args,
             "--out",
             str(out),
-            *extra,
         ],
         capture_output=True,
         text=True,
@@ -481,28 +488,16 @@ def test_layer_plan_repair_copies_reach_a_gstreamer_rtx_receiver(tmp_path: Path)
     )
     time.sleep(1.0)
     out = tmp_path / "send"
-    send = subprocess.run(
-        [
-            *RTCC,
-            "send",
-            "--to",
-            f"127.0.0.1:{rtp_port}",
-            "--bind",
-            f"127.0.0.1:{send_port}",
-            "--rtcp",
-            f"127.0.0.1:{gst_rtcp_port}",
-            "--scenario",
-            str(scenario),
-            "--duration",
-            "6s",
-            "--no-feedback-timeout",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    send = rtcc_send_args(
+        rtp_port,
+        send_port,
+        gst_rtcp_port,
+        out,
+        "--scenario",
+        str(scenario),
+        "--duration",
+        "6s",
+        "--no-feedback-timeout",
     )
     r_out, r_err = receiver.communicate(timeout=60)
     assert send.returncode == 0, send.stderr
