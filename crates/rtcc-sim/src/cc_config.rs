@@ -458,6 +458,7 @@ pub(crate) fn cc_config(
                         "window_cap",
                         "queue_pushback",
                         "stretch_window",
+                        "burst_budget",
                     ],
                 ]
                 .concat(),
@@ -505,6 +506,7 @@ pub(crate) fn cc_config(
             set(&mut c.window_cap, k.flag("window_cap")?);
             set(&mut c.queue_pushback, k.flag("queue_pushback")?);
             set(&mut c.stretch_window, k.duration("stretch_window")?);
+            set(&mut c.burst_budget, k.duration("burst_budget")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

@@ -58,6 +58,23 @@ pub const DRAIN_TIME: Duration = Duration::from_millis(200);
 /// Target scale during a drain (ours, I27).
 pub const DRAIN_GAIN: f64 = 0.5;
 
+/// The sending window's jitter slack when the head is held to a budget
+/// (ours, I34): the window's delay term is D_min + H plus the larger of
+/// this many of I32's dispersion stretches and `NOISE_SLACK_GAIN` delay
+/// noises. Under independent per-packet jitter of spread J the stretch is
+/// about J/5 (10–11 ms at 50 ms); the packets in flight wait up to J more
+/// than D_min, and 4 stretches cover most of it (4 and 8 were tried on
+/// fig18's 50 ms runs, seeds 1–5). Zero on a path without jitter.
+pub const STRETCH_SLACK_GAIN: f64 = 4.0;
+
+/// The other half of I34's slack: under independent jitter the mean step
+/// between consecutive frame delays (I26's noise) is J/3 and the mean wait
+/// above D_min J/2, so 1.5 noises are the mean wait. On a clean shared
+/// link the noise is the few ms of the flows' own bursts (3.6 ms median
+/// beside GCC), which keeps the window tight there; 3 gave GCC back less
+/// of the link (168–211 against 234–247 kbps, seeds 1–3).
+pub const NOISE_SLACK_GAIN: f64 = 1.5;
+
 /// Smallest window: two full packets (1200 B payload + 48 B headers, the
 /// simulator's default packet; I13).
 pub const MIN_CWND: Bytes = Bytes::new(2 * 1248);
@@ -140,6 +157,14 @@ pub struct CamelConfig {
     /// Window of the dispersion-stretch regression (ours, I32: heads of
     /// about 10 s); zero turns the correction off.
     pub stretch_window: Duration,
+    /// Delay budget of a frame's head (ours, I34): the back-to-back head
+    /// is at most γ · BW_avg × this (and at least two full packets), so a
+    /// burst adds at most this much queue at the rate Camel holds; the
+    /// rest of the frame is paced, and the sending window's burst allowance
+    /// is the head rather than L. 33 ms: one frame interval at 30 fps, so a
+    /// head has drained when the next frame comes. Zero: the head is L
+    /// (§4.3 alone).
+    pub burst_budget: Duration,
     /// D_min window (ours, I8: BBR's 10 s min-RTT window; 30 s suits the
     /// anchored gradient, camel.md "Cross traffic").
     pub min_delay_window: Duration,
@@ -219,6 +244,7 @@ impl Default for CamelConfig {
             share_cap_hold: Duration::ZERO,
             bw_window: Duration::from_secs(1),
             stretch_window: Duration::from_secs(10),
+            burst_budget: Duration::from_millis(33),
             min_delay_window: Duration::from_secs(30),
             burst_gap: Duration::from_millis(1),
             record_timeout: Duration::from_secs(2),
@@ -456,8 +482,9 @@ impl CamelConfig {
 
 /// What [`Camel`] traces (`docs/algorithms/camel.md`, "What it traces"):
 /// BW_avg, the newest eq. 2 sample, D_min, BDP (§4.1, eq. 3), γ (eq. 5),
-/// the in-flight gradient G (I9), L, p_phys, p_cur (eq. 7) and whether GCC
-/// is in control (§4.3).
+/// the in-flight gradient G (I9), L, p_phys, p_cur (eq. 7), whether GCC
+/// is in control (§4.3), the pushback (I31), stretch (I32), buffer estimate
+/// (I33), the head sent back to back and the delay noise (I34).
 pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "bw_avg_kbps",
     "frame_bw_kbps",
@@ -472,6 +499,8 @@ pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "pushback",
     "stretch_ms",
     "buffer_bytes",
+    "head_bytes",
+    "delay_noise_ms",
 ];
 
 /// A snapshot of Camel's state, for traces and tests.
@@ -705,20 +734,54 @@ impl Camel {
 
     /// Eq. 1 with allowances (I13): γ · BW_avg · (D_min + H) + L (L scaled
     /// by γ with `scale_allowance`, I28); two packets while draining (I27).
+    /// The encoder's cap (I29) divides this window by the delay.
     fn window(&self) -> Option<Bytes> {
+        self.window_with(self.burst.burst_length(), Duration::ZERO)
+    }
+
+    /// The window the sender obeys. With a `burst_budget` (I34) its burst
+    /// allowance is the head, not L, and it covers the path's jitter:
+    /// γ · BW_avg · (D_min + H + slack) + γ · head, the slack the larger of
+    /// `STRETCH_SLACK_GAIN` stretches (I32) and `NOISE_SLACK_GAIN` delay
+    /// noises (I26). Without a budget it is [`Self::window`].
+    fn send_window(&self) -> Option<Bytes> {
+        if self.config.burst_budget.is_zero() {
+            return self.window();
+        }
+        let slack = self
+            .estimator
+            .stretch()
+            .mul_f64(STRETCH_SLACK_GAIN)
+            .max(self.estimator.delay_noise().mul_f64(NOISE_SLACK_GAIN));
+        self.window_with(self.head_length(), slack)
+    }
+
+    fn window_with(&self, burst: Bytes, slack: Duration) -> Option<Bytes> {
         let (Some(_), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) else {
             return None;
         };
         if self.drain_until.is_some() {
             return Some(MIN_CWND);
         }
-        let l = self.burst.burst_length();
         let allowance = if self.config.scale_allowance {
-            l.mul_f64(self.detector.gamma())
+            burst.mul_f64(self.detector.gamma())
         } else {
-            l
+            burst
         };
-        Some((self.camel_target() * (d_min + self.estimator.hold()) + allowance).max(MIN_CWND))
+        let delay = d_min + self.estimator.hold() + slack;
+        Some((self.camel_target() * delay + allowance).max(MIN_CWND))
+    }
+
+    /// The back-to-back head of a frame: L, within the delay budget (I34)
+    /// once BW_avg exists (before it, the first heads make the first
+    /// samples).
+    fn head_length(&self) -> Bytes {
+        let l = self.burst.burst_length();
+        if self.config.burst_budget.is_zero() || self.estimator.bw_avg().is_none() {
+            return l;
+        }
+        let budget = (self.camel_target() * self.config.burst_budget).max(MIN_CWND);
+        l.min(budget)
     }
 
     /// The encoder's target: eq. 6, capped with `window_cap` by what the
@@ -869,6 +932,13 @@ impl CongestionController for Camel {
         if let Some(b) = self.burst.buffer_estimate() {
             sink.record("buffer_bytes", trace_bytes(b));
         }
+        if self.fallback.is_none() {
+            sink.record("head_bytes", trace_bytes(self.head_length()));
+        }
+        sink.record(
+            "delay_noise_ms",
+            self.estimator.delay_noise().as_millis_f64(),
+        );
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
@@ -993,12 +1063,12 @@ impl CongestionController for Camel {
         let target = self.camel_target();
         // I14: the paced tail runs at γ · BW_avg · pacing_gain.
         let pacing_rate = target.mul_f64(self.config.pacing_gain).max(Bitrate::bps(1));
-        let cwnd = self.window();
+        let cwnd = self.send_window();
         SendBudget {
             pacing_rate,
             cwnd,
             max_burst: Bytes::ZERO,
-            frame_burst: Some(self.burst.burst_length()),
+            frame_burst: Some(self.head_length()),
         }
     }
 

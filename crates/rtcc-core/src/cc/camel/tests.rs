@@ -37,11 +37,43 @@ fn send_budget_in_camel_mode() {
     // Frame delay of the first packet: sent 0, arrived 28, report at 50 (hold
     // 22), received at 70 → 48 ms.
     assert_eq!(i.d_min, Some(Duration::from_millis(48)));
-    // I13: cwnd = γ · BW_avg · (D_min + H) + L, H = the longest hold in the
-    // report (first packet: 70 − 28 = 42 ms): 1 Mbps × 90 ms + 8192 B.
+    // I13: cwnd = γ · BW_avg · (D_min + H) + the head, H = the longest hold
+    // in the report (first packet: 70 − 28 = 42 ms): 1 Mbps × 90 ms; the
+    // head is L = 8192 B within I34's budget, 1 Mbps × 33 ms = 4125 B.
     assert_eq!(c.internals().bdp, Some(Bytes::new(6000)));
-    assert_eq!(b.cwnd, Some(Bytes::new(11_250 + 8192)));
+    assert_eq!(b.frame_burst, Some(Bytes::new(4125)));
+    assert_eq!(b.cwnd, Some(Bytes::new(11_250 + 4125)));
     assert!(now > Instant::ZERO);
+}
+
+#[test]
+fn the_head_is_capped_by_the_delay_budget() {
+    // I34: the head is min(L, γ · BW_avg × burst_budget), at least two full
+    // packets; zero budget leaves L (§4.3 alone).
+    let head = |budget_ms: u64, l: u64| {
+        let mut c = Camel::new(
+            Instant::ZERO,
+            CamelConfig {
+                burst_budget: Duration::from_millis(budget_ms),
+                burst_initial: Bytes::new(l),
+                ..CamelConfig::default()
+            },
+        );
+        // Before the first sample the head is L: it makes the first sample.
+        assert_eq!(c.send_budget().frame_burst, Some(Bytes::new(l)));
+        let mut seq = 0;
+        send_frame(&mut c, 0, &mut seq, 0, 5);
+        assert_eq!(c.target_bitrate(), Bitrate::mbps(1));
+        c.send_budget().frame_burst.unwrap().get()
+    };
+    // 1 Mbps × 33 ms = 4125 B, below L = 16 KB.
+    assert_eq!(head(33, 16_384), 4125);
+    // A budget above L leaves L.
+    assert_eq!(head(200, 16_384), 16_384);
+    // No budget: L.
+    assert_eq!(head(0, 16_384), 16_384);
+    // 1 Mbps × 10 ms = 1250 B: the floor of two full packets.
+    assert_eq!(head(10, 16_384), MIN_CWND.get());
 }
 
 #[test]
