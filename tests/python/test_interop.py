@@ -508,7 +508,12 @@ def test_layer_plan_repair_copies_reach_a_gstreamer_rtx_receiver(tmp_path: Path)
     assert transport["repair_sent"] >= 600, transport
     assert transport["retransmissions_sent"] == 0, transport
     # About 95 % of the copies arrive (5 % dropped), and GStreamer ties
-    # nearly all of them to their originals (850 of 860 in the run that set
-    # these bounds).
+    # most of them to their originals. ``rtprtxreceive`` learns the RTX
+    # stream's SSRC from the first copy that answers one of its own pending
+    # requests (a dropped original whose copy arrives after the jitter buffer
+    # asked for it) and drops unsolicited copies until then, so how many it
+    # ties depends on when that first happens: 850 of 860 on an idle
+    # machine, 530 of 860 in a CI run on a loaded one. A copy it cannot read
+    # (wrong OSN, SSRC or payload type) is never tied: 0.
     assert got["num_rtx_packets"] >= 0.85 * transport["repair_sent"], (got, transport)
-    assert got["num_rtx_assoc_packets"] >= 0.95 * got["num_rtx_packets"], got
+    assert got["num_rtx_assoc_packets"] >= 0.5 * got["num_rtx_packets"], got

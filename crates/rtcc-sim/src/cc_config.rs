@@ -24,9 +24,6 @@ use rtcc_core::media::encoder::ParametricEncoderConfig;
 use rtcc_core::media::svc::{LayerLadder, LayerPlan};
 use rtcc_core::{Bitrate, Bytes, Duration};
 
-/// The keys [`Keys::bounds`] reads, first in every list of allowed keys.
-const BOUNDS: &[&str] = &["start_bitrate", "min_bitrate", "max_bitrate"];
-
 /// The controller `name` configured by `table` (absent: all defaults) for a
 /// flow whose encoder is configured as `enc`.
 pub(crate) fn cc_config(
@@ -35,31 +32,18 @@ pub(crate) fn cc_config(
     enc: &ParametricEncoderConfig,
 ) -> Result<CcConfig, String> {
     let empty = toml::Table::new();
-    let k = Keys {
-        what: "cc",
-        name,
-        table: table.unwrap_or(&empty),
-    };
+    let k = Keys::new("cc", name, table.unwrap_or(&empty));
+    let config = read_cc(name, &k, enc)?;
+    // The keys an arm reads are the keys it takes.
+    k.finish()?;
+    Ok(config)
+}
+
+/// The controller `name` from the keys `k` reads, each key of its
+/// docs/algorithms/<name>.md "Parameters" read once.
+fn read_cc(name: &str, k: &Keys, enc: &ParametricEncoderConfig) -> Result<CcConfig, String> {
     match name {
         "gcc" => {
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "probing",
-                        "periodic_alr_probing",
-                        "alr_probing_interval",
-                        "alr_probe_scale",
-                        "first_probe_scale",
-                        "second_probe_scale",
-                        "further_probe_scale",
-                        "further_probe_threshold",
-                        "probe_min_packets",
-                        "probe_min_duration",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = GccConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             let p = &mut c.probe;
@@ -95,7 +79,6 @@ pub(crate) fn cc_config(
             Ok(CcConfig::Gcc(c))
         }
         "fixed" => {
-            k.check(&["bitrate", "pacing_factor", "plan"])?;
             let mut c = FixedConfig {
                 bitrate: enc.start_bitrate,
                 ..FixedConfig::default()
@@ -113,13 +96,6 @@ pub(crate) fn cc_config(
             Ok(CcConfig::Fixed(c))
         }
         "copa" => {
-            k.check(
-                &[
-                    BOUNDS,
-                    &["mode", "rate_rtt", "delta", "compensate_feedback_hold"],
-                ]
-                .concat(),
-            )?;
             let mut c = CopaConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             set(
@@ -141,22 +117,6 @@ pub(crate) fn cc_config(
         }
         "cubic" => {
             // Tunables of docs/algorithms/cubic.md ("Parameters").
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "max_datagram_size",
-                        "c",
-                        "beta",
-                        "fast_convergence",
-                        "pacing_gain_slow_start",
-                        "pacing_gain_congestion_avoidance",
-                        "max_ack_delay",
-                        "compensate_feedback_hold",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = CubicConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             if let Some(b) = k.bytes("max_datagram_size")? {
@@ -192,21 +152,6 @@ pub(crate) fn cc_config(
             Ok(CcConfig::Cubic(c))
         }
         "sqp" => {
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "pacing_multiplier",
-                        "target_multiplier",
-                        "sample_gain",
-                        "min_owd_window",
-                        "queue_drain_time",
-                        "queue_deadband",
-                        "min_recovery_factor",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = SqpConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             set(
@@ -228,22 +173,6 @@ pub(crate) fn cc_config(
             Ok(CcConfig::Sqp(c))
         }
         "pudica" => {
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "pacing_multiplier",
-                        "bur_ceiling",
-                        "sample_gain",
-                        "max_increase",
-                        "decrease_factor",
-                        "queue_low",
-                        "queue_high",
-                        "min_owd_window",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = PudicaConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             set(
@@ -266,13 +195,6 @@ pub(crate) fn cc_config(
             Ok(CcConfig::Pudica(c))
         }
         "bbr" => {
-            k.check(
-                &[
-                    BOUNDS,
-                    &["seed", "probe_rtt_duration", "app_limited_detection"],
-                ]
-                .concat(),
-            )?;
             let mut c = BbrConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             set(&mut c.seed, k.count("seed")?);
@@ -285,28 +207,6 @@ pub(crate) fn cc_config(
         }
         "delay-bbr" => {
             // Tunables of docs/algorithms/delay-bbr.md ("Parameters").
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "seed",
-                        "app_limited_detection",
-                        "min_rtt_expiry",
-                        "srtt_alpha",
-                        "beta",
-                        "backoff_gain",
-                        "similar_min_rtt",
-                        "padding",
-                        "min_rtt_update",
-                        "min_rtt_rises_on_expiry",
-                        "window",
-                        "encoder_gain",
-                        "target_follows_backoff",
-                        "cycle_by_time",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = DelayBbrConfig::default();
             (c.bbr.start_bitrate, c.bbr.min_bitrate, c.bbr.max_bitrate) = k.bounds(enc)?;
             set(&mut c.bbr.seed, k.count("seed")?);
@@ -328,7 +228,7 @@ pub(crate) fn cc_config(
                 ("probing", DelayBbrPadding::Probing),
                 ("off", DelayBbrPadding::Off),
             ];
-            match k.table.get("padding").and_then(toml::Value::as_bool) {
+            match k.get("padding").and_then(toml::Value::as_bool) {
                 Some(true) => c.padding = DelayBbrPadding::Always,
                 Some(false) => c.padding = DelayBbrPadding::Off,
                 None => set(&mut c.padding, k.choice("padding", &padding)?),
@@ -364,25 +264,6 @@ pub(crate) fn cc_config(
         }
         "webrtc-bbr" => {
             // Tunables of docs/algorithms/webrtc-bbr.md ("Parameters").
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "seed",
-                        "encoder_rate_gain",
-                        "encoder_rate_gain_in_probe_rtt",
-                        "probe_rtt_based_on_bdp",
-                        "probe_rtt_cwnd_gain",
-                        "exit_startup_on_loss",
-                        "ack_aggregation",
-                        "report_ack_time",
-                        "rtt_with_feedback_delay",
-                        "app_limited_detection",
-                        "padding",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = WebRtcBbrConfig::default();
             (c.bbr.start_bitrate, c.bbr.min_bitrate, c.bbr.max_bitrate) = k.bounds(enc)?;
             set(&mut c.bbr.seed, k.count("seed")?);
@@ -419,50 +300,6 @@ pub(crate) fn cc_config(
         }
         "camel" => {
             // Tunables of docs/algorithms/camel.md ("Parameters").
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "gamma_initial",
-                        "gamma_decrease",
-                        "gradient_threshold",
-                        "pacing_gain",
-                        "loss_margin",
-                        "detect_window",
-                        "bw_window",
-                        "min_delay_window",
-                        "burst_gap",
-                        "record_timeout",
-                        "burst_update_interval",
-                        "fallback_hold",
-                        "detect_min_spread",
-                        "slice",
-                        "burst_step",
-                        "burst_min",
-                        "burst_initial",
-                        "burst_max",
-                        "detect_min_samples",
-                        "slice_min_packets",
-                        "phys_loss_history",
-                        "fallback",
-                        "buffer_fallback",
-                        "anchored_gradient",
-                        "loss_detect_margin",
-                        "loss_detect_min_packets",
-                        "share_cap_hold",
-                        "gamma_increase",
-                        "standing_queue",
-                        "queue_drain_horizon",
-                        "drain_interval",
-                        "scale_allowance",
-                        "window_cap",
-                        "queue_pushback",
-                        "stretch_window",
-                        "burst_budget",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = CamelConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             // Ranges are checked together by `validate` below.
@@ -516,26 +353,6 @@ pub(crate) fn cc_config(
         }
         "tfrc" => {
             // Tunables of docs/algorithms/tfrc.md ("Parameters").
-            k.check(
-                &[
-                    BOUNDS,
-                    &[
-                        "segment_size",
-                        "b",
-                        "t_rto",
-                        "q",
-                        "oscillation_prevention",
-                        "q2",
-                        "ndupack",
-                        "n",
-                        "history_discounting",
-                        "discount_threshold",
-                        "t_mbi",
-                        "data_limited_detection",
-                    ],
-                ]
-                .concat(),
-            )?;
             let mut c = TfrcConfig::default();
             (c.start_bitrate, c.min_bitrate, c.max_bitrate) = k.bounds(enc)?;
             // Ranges are checked together by `validate` below.
@@ -573,32 +390,6 @@ pub(crate) fn cc_config(
         "svc-probing" => {
             // Tunables of docs/algorithms/svc-probing.md ("Parameters"); the
             // layers are uniform (`layers` × `layer_rate`), as in §4.2.
-            k.check(&[
-                "layers",
-                "layer_rate",
-                "train_length",
-                "initial_probe",
-                "back_to_back_rate",
-                "threshold_fs_high",
-                "threshold_fs_low",
-                "fs_rate_split",
-                "search",
-                "binary_trains",
-                "max_start_trains",
-                "plr_a",
-                "probe_backoff_max",
-                "probe_interval",
-                "probe_success",
-                "probe_tolerance",
-                "packet_size",
-                "loss_window",
-                "loss_min_packets",
-                "rtt_close",
-                "rtt_probe_loss",
-                "pacing_gain",
-                "train_timeout",
-                "reestimate_interval",
-            ])?;
             let mut c = SvcProbingConfig::default();
             let layers: Option<usize> = k.count("layers")?;
             let step = k.rate("layer_rate")?;
@@ -612,7 +403,7 @@ pub(crate) fn cc_config(
                     .map_err(|e| format!("`layer_rate` = {step}: {e}"))?;
             }
             set(&mut c.train_length, k.count("train_length")?);
-            match k.table.get("initial_probe").and_then(|v| v.as_str()) {
+            match k.get("initial_probe").and_then(|v| v.as_str()) {
                 None => {}
                 Some("top-layer") => c.initial_probe = InitialProbe::TopLayer,
                 Some("back-to-back") => c.initial_probe = InitialProbe::BackToBack,
@@ -671,33 +462,6 @@ pub(crate) fn cc_config(
             // Tunables of docs/algorithms/cdm.md ("Parameters"). No bounds
             // keys: the PIDs bound it, `pids` × `nominal_rate / pids`, and
             // the nominal rate is the encoder's maximum unless given.
-            k.check(&[
-                "pids",
-                "nominal_rate",
-                "initial_pids",
-                "report_interval",
-                "d_min_window",
-                "playout_buffer",
-                "playout_factor",
-                "min_span",
-                "threshold_low",
-                "threshold_high",
-                "increase_after",
-                "loss_delay",
-                "delay_signal",
-                "loss_horizon",
-                "retreat_after",
-                "retreat_loss",
-                "retreat_plan",
-                "aggression_after",
-                "release_after",
-                "overload_after",
-                "terminate_loss",
-                "terminate_after",
-                "silent_intervals",
-                "tfrc_b",
-                "pacing_gain",
-            ])?;
             let mut c = CdmConfig {
                 nominal_rate: enc.max_bitrate,
                 ..CdmConfig::default()
@@ -767,9 +531,40 @@ pub(crate) struct Keys<'a> {
     pub(crate) name: &'a str,
     /// The table.
     pub(crate) table: &'a toml::Table,
+    /// The keys read so far, in order: what [`Keys::finish`] allows.
+    read: std::cell::RefCell<Vec<String>>,
 }
 
-impl Keys<'_> {
+impl<'a> Keys<'a> {
+    /// A reader over `table`, which configures `what` ("cc", "recovery")
+    /// `name`.
+    pub(crate) fn new(what: &'a str, name: &'a str, table: &'a toml::Table) -> Self {
+        Keys {
+            what,
+            name,
+            table,
+            read: std::cell::RefCell::default(),
+        }
+    }
+
+    /// The value of `k`, which is recorded as a key this table takes.
+    pub(crate) fn get(&self, k: &str) -> Option<&'a toml::Value> {
+        let mut read = self.read.borrow_mut();
+        if !read.iter().any(|r| r == k) {
+            read.push(k.to_string());
+        }
+        self.table.get(k)
+    }
+
+    /// An error for the first key (in table order) that no getter read; the
+    /// message lists the keys read, in the order they were read. Call it
+    /// after reading every key the table may hold.
+    pub(crate) fn finish(&self) -> Result<(), String> {
+        let read = self.read.borrow();
+        let allowed: Vec<&str> = read.iter().map(String::as_str).collect();
+        self.check(&allowed)
+    }
+
     /// An error for the first key (in table order) not in `allowed`; the
     /// message lists `allowed` in the given order.
     pub(crate) fn check(&self, allowed: &[&str]) -> Result<(), String> {
@@ -840,7 +635,7 @@ impl Keys<'_> {
         T: FromStr,
         T::Err: Display,
     {
-        match self.table.get(k) {
+        match self.get(k) {
             None => Ok(None),
             Some(toml::Value::String(s)) => {
                 s.parse::<T>().map(Some).map_err(|e| format!("`{k}`: {e}"))
@@ -855,7 +650,7 @@ impl Keys<'_> {
         k: &str,
         choices: &[(&str, T)],
     ) -> Result<Option<T>, String> {
-        let Some(v) = self.table.get(k) else {
+        let Some(v) = self.get(k) else {
             return Ok(None);
         };
         let found = choices.iter().find(|(name, _)| v.as_str() == Some(*name));
@@ -896,7 +691,7 @@ impl Keys<'_> {
         accept: impl Fn(f64) -> bool,
         what: &str,
     ) -> Result<Option<f64>, String> {
-        match self.table.get(k) {
+        match self.get(k) {
             None => Ok(None),
             Some(v) => v
                 .as_float()
@@ -909,7 +704,7 @@ impl Keys<'_> {
 
     /// A non-negative integer that fits `T`.
     pub(crate) fn count<T: TryFrom<u64>>(&self, k: &str) -> Result<Option<T>, String> {
-        match self.table.get(k) {
+        match self.get(k) {
             None => Ok(None),
             Some(v) => v
                 .as_integer()
@@ -923,7 +718,7 @@ impl Keys<'_> {
     /// A layer plan, `{ layers = 5, protected = 5 }` (`protected` default
     /// 0, at most `layers`); the flow checks the counts against its ladder.
     pub(crate) fn plan(&self, k: &str) -> Result<Option<LayerPlan>, String> {
-        let Some(v) = self.table.get(k) else {
+        let Some(v) = self.get(k) else {
             return Ok(None);
         };
         let Some(table) = v.as_table() else {
@@ -931,11 +726,7 @@ impl Keys<'_> {
                 "`{k}`: expected a table such as {{ layers = 5, protected = 5 }}, got {v}"
             ));
         };
-        let inner = Keys {
-            what: self.what,
-            name: self.name,
-            table,
-        };
+        let inner = Keys::new(self.what, self.name, table);
         let named = |e: String| format!("`{k}.{}", e.trim_start_matches('`'));
         inner
             .check(&["layers", "protected"])
@@ -959,7 +750,7 @@ impl Keys<'_> {
 
     /// `true` or `false`.
     pub(crate) fn flag(&self, k: &str) -> Result<Option<bool>, String> {
-        match self.table.get(k) {
+        match self.get(k) {
             None => Ok(None),
             Some(v) => v
                 .as_bool()
@@ -990,11 +781,7 @@ mod tests {
     /// Runs `read` on a reader over `text` for cc "x".
     fn read<T>(text: &str, read: impl Fn(&Keys) -> Result<T, String>) -> Result<T, String> {
         let t = table(text);
-        read(&Keys {
-            what: "cc",
-            name: "x",
-            table: &t,
-        })
+        read(&Keys::new("cc", "x", &t))
     }
 
     #[test]

@@ -79,11 +79,7 @@ pub(crate) fn recovery_scheme(
 ) -> Result<RecoveryScheme, RecoveryKeyError> {
     let name = name.unwrap_or("rtx");
     let empty = toml::Table::new();
-    let k = Keys {
-        what: "recovery",
-        name,
-        table: table.unwrap_or(&empty),
-    };
+    let k = Keys::new("recovery", name, table.unwrap_or(&empty));
     let t = RecoveryKeyError::Table;
     match name {
         "rtx" => {
