@@ -785,6 +785,33 @@ mod tests {
     }
 
     #[test]
+    fn finish_allows_exactly_the_keys_read() {
+        // Keys read (present or not) are allowed, in the order read.
+        let ok = read("b = 2", |k| {
+            k.number("a")?;
+            k.number("b")?;
+            k.finish()
+        });
+        assert_eq!(ok, Ok(()));
+        let e = read("a = 1\nc = 2", |k| {
+            k.number("b")?;
+            k.number("a")?;
+            k.finish()
+        });
+        assert_eq!(
+            e,
+            Err("unknown key `c` for cc \"x\" (allowed: b, a)".to_string())
+        );
+        // A controller's table: a key no getter of its arm reads.
+        let e = parse("camel", "burst_budget = \"20ms\"\nburst_budgett = 1").unwrap_err();
+        assert!(e.starts_with("unknown key `burst_budgett` for cc \"camel\" (allowed: start_bitrate, min_bitrate, max_bitrate, gamma_initial,"), "{e}");
+        assert!(
+            e.contains("burst_budget)") || e.contains("burst_budget,"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn check_names_the_unknown_key_and_the_allowed_ones() {
         assert_eq!(read("a = 1\nb = 2", |k| k.check(&["a", "b"])), Ok(()));
         assert_eq!(
