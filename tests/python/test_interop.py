@@ -314,14 +314,17 @@ def _gi_missing() -> str | None:
 
 def start_gst_rtx_receiver(*args: str) -> subprocess.Popen[str]:
     """``gst_rtx_receiver.py ARGS`` under the system Python, GStreamer's
-    warnings on its stderr."""
-    return subprocess.Popen(
+    warnings on its stderr; returns after a second, once its sockets are
+    bound, so that a sender started next loses nothing to the start-up."""
+    receiver = subprocess.Popen(
         ["/usr/bin/python3", str(Path(__file__).with_name("gst_rtx_receiver.py")), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "GST_DEBUG": "*:2", "GST_DEBUG_NO_COLOR": "1"},
     )
+    time.sleep(1.0)
+    return receiver
 
 
 def gst_complaints(log: str) -> list[str]:
@@ -347,7 +350,6 @@ def test_nack_and_rtx_with_a_gstreamer_receiver(tmp_path: Path) -> None:
     receiver = start_gst_rtx_receiver(
         str(rtp_port), str(gst_rtcp_port), "127.0.0.1", str(send_port), "0.02", "10"
     )
-    time.sleep(1.0)
     out = tmp_path / "send"
     send = rtcc_send(
         clip, rtp_port, send_port, gst_rtcp_port, out, "--duration", "7s", "--recovery", "nack"
@@ -408,7 +410,6 @@ def test_through_rtcc_emulate_into_a_gstreamer_receiver(tmp_path: Path) -> None:
     receiver = start_gst_rtx_receiver(
         str(gst_rtp), str(gst_rtcp), "127.0.0.1", str(upstream), "0", "11", "--rtcp-from-rtp-port"
     )
-    time.sleep(1.0)
     out = tmp_path / "send"
     send = subprocess.run(
         [
@@ -486,7 +487,6 @@ def test_layer_plan_repair_copies_reach_a_gstreamer_rtx_receiver(tmp_path: Path)
     receiver = start_gst_rtx_receiver(
         str(rtp_port), str(gst_rtcp_port), "127.0.0.1", str(send_port), "0.05", "9"
     )
-    time.sleep(1.0)
     out = tmp_path / "send"
     send = rtcc_send_args(
         rtp_port,

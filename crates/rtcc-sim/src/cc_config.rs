@@ -567,7 +567,7 @@ impl<'a> Keys<'a> {
 
     /// An error for the first key (in table order) not in `allowed`; the
     /// message lists `allowed` in the given order.
-    pub(crate) fn check(&self, allowed: &[&str]) -> Result<(), String> {
+    fn check(&self, allowed: &[&str]) -> Result<(), String> {
         match self.table.keys().find(|k| !allowed.contains(&k.as_str())) {
             Some(k) if allowed.is_empty() => Err(format!(
                 "unknown key `{k}` for {} \"{}\" (it takes no keys)",
@@ -728,17 +728,12 @@ impl<'a> Keys<'a> {
         };
         let inner = Keys::new(self.what, self.name, table);
         let named = |e: String| format!("`{k}.{}", e.trim_start_matches('`'));
-        inner
-            .check(&["layers", "protected"])
-            .map_err(|e| format!("`{k}`: {e}"))?;
-        let layers = inner
-            .count::<usize>("layers")
-            .map_err(named)?
-            .ok_or_else(|| format!("`{k}.layers`: required (the data layers sent)"))?;
-        let protected = inner
-            .count::<usize>("protected")
-            .map_err(named)?
-            .unwrap_or(0);
+        let layers = inner.count::<usize>("layers").map_err(named)?;
+        let protected = inner.count::<usize>("protected").map_err(named)?;
+        inner.finish().map_err(|e| format!("`{k}`: {e}"))?;
+        let layers =
+            layers.ok_or_else(|| format!("`{k}.layers`: required (the data layers sent)"))?;
+        let protected = protected.unwrap_or(0);
         if protected > layers {
             return Err(format!(
                 "`{k}.protected`: {protected} exceeds `{k}.layers` = {layers} \

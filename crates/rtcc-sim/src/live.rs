@@ -80,26 +80,18 @@ pub(crate) fn recovery_scheme(
     let name = name.unwrap_or("rtx");
     let empty = toml::Table::new();
     let k = Keys::new("recovery", name, table.unwrap_or(&empty));
+    let scheme = read_recovery(name, &k)?;
+    // The keys a scheme's arm reads are the keys it takes.
+    k.finish().map_err(RecoveryKeyError::Table)?;
+    Ok(scheme)
+}
+
+/// The recovery scheme `name` from the keys `k` reads.
+fn read_recovery(name: &str, k: &Keys) -> Result<RecoveryScheme, RecoveryKeyError> {
     let t = RecoveryKeyError::Table;
     match name {
-        "rtx" => {
-            k.check(&[]).map_err(t)?;
-            Ok(RecoveryScheme::Rtx)
-        }
+        "rtx" => Ok(RecoveryScheme::Rtx),
         "autorec" => {
-            k.check(&[
-                "preset",
-                "alpha",
-                "beta",
-                "gamma",
-                "max_level",
-                "decision_interval_rtts",
-                "min_resolved_packets",
-                "opportunistic",
-                "fixed_level",
-                "off_mode_spacing",
-            ])
-            .map_err(t)?;
             let presets = [
                 ("default", 0u8),
                 ("rtc", 1),
@@ -160,10 +152,8 @@ pub(crate) fn recovery_scheme(
             Ok(RecoveryScheme::AutoRec(s))
         }
         "fec" => {
-            k.check(&["policy", "loss_gain", "decoder_window"])
-                .map_err(t)?;
             let mut c = FecConfig::default();
-            match k.table.get("policy") {
+            match k.get("policy") {
                 None => {}
                 Some(toml::Value::String(s)) if s == "webrtc14" => c.policy = FecPolicy::WebRtc14,
                 Some(toml::Value::String(s)) if s == "webrtc-now" => {
