@@ -89,6 +89,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "camel without I32": ("camel", {"stretch_window": "0s"}),
     "camel without I33": ("camel", {"buffer_fallback": False}),
     "camel without I34": ("camel", {"burst_budget": "0s"}),
+    "camel without I35": ("camel", {"compete_after": "0s"}),
     "gcc": ("gcc", {}),
     "sqp": ("sqp", {}),
 }

@@ -344,6 +344,8 @@ fn read_cc(name: &str, k: &Keys, enc: &ParametricEncoderConfig) -> Result<CcConf
             set(&mut c.queue_pushback, k.flag("queue_pushback")?);
             set(&mut c.stretch_window, k.duration("stretch_window")?);
             set(&mut c.burst_budget, k.duration("burst_budget")?);
+            set(&mut c.compete_after, k.duration("compete_after")?);
+            set(&mut c.compete_queue_max, k.duration("compete_queue_max")?);
             set(
                 &mut c.loss_detect_min_packets,
                 k.count("loss_detect_min_packets")?,

@@ -49,7 +49,32 @@ pub struct DetectorConfig {
     /// max(1 − q / horizon, `QUEUE_DRAIN_FLOOR`) when that is smaller than
     /// `gamma_decrease` (ours, I30); zero disables it.
     pub queue_drain_horizon: Duration,
+    /// A queue that stands this long (drained for no more than
+    /// `COMPETE_GAP` at a time, `COMPETE_QUEUE_MIN` or more on the mean)
+    /// while the flow delivers less than `COMPETE_SHARE` of BW_avg is a
+    /// competitor's (ours, I35); zero disables the competing mode.
+    pub compete_after: Duration,
+    /// The competing mode holds while the standing queue is at most this;
+    /// a deeper one is yielded to (ours, I35: §5.5).
+    pub compete_queue_max: Duration,
 }
+
+/// I35: a queue cannot be the flow's own while it delivers less than this
+/// fraction of the bottleneck rate (BW_avg) and the queue still stands.
+pub const COMPETE_SHARE: f64 = 0.15;
+
+/// I35: a flow delivering at least this fraction of BW_avg makes most of
+/// the queue itself; `compete_after` of that ends the competing mode.
+pub const COMPETE_EXIT_SHARE: f64 = 0.5;
+
+/// I35: the smallest mean queue over a span that is taken for a loss-based
+/// flow's: ten times the standing-queue threshold (I26), which delay-based
+/// flows hold the queue near.
+pub const COMPETE_QUEUE_MIN: Duration = Duration::from_millis(100);
+
+/// I35: the longest the queue may stay drained within a span (a loss-based
+/// flow's queue drains briefly after its losses; 0.5 s or less here).
+pub const COMPETE_GAP: Duration = Duration::from_secs(1);
 
 /// The smallest factor one decision applies to γ for a standing queue
 /// (ours, I30: halving, as BBR's drain after Startup roughly does).
@@ -118,6 +143,20 @@ pub struct CongestionDetector {
     lossy: bool,
     /// Mean step between consecutive frame delays (I26).
     delay_noise: Duration,
+    /// The decisions of the last `compete_after` since the queue last
+    /// drained (I35): time, the flow's share of BW_avg, the queue (s).
+    span: VecDeque<(Instant, f64, f64)>,
+    /// The last decision that saw a standing queue (I35).
+    last_standing: Option<Instant>,
+    /// Since when no decision has seen a standing queue (I35).
+    clear_since: Option<Instant>,
+    /// The competing mode (I35): the standing queue is another flow's, and
+    /// only loss is congestion.
+    competing: bool,
+    /// The last decision's standing queue while competing (I35).
+    competitor_queue: Duration,
+    /// The flow's delivered rate over BW_avg (I35).
+    own_share: Option<f64>,
 }
 
 impl CongestionDetector {
@@ -136,6 +175,12 @@ impl CongestionDetector {
             round_loss: None,
             lossy: false,
             delay_noise: Duration::ZERO,
+            span: VecDeque::new(),
+            last_standing: None,
+            clear_since: None,
+            competing: false,
+            competitor_queue: Duration::ZERO,
+            own_share: None,
         }
     }
 
@@ -149,6 +194,24 @@ impl CongestionDetector {
     pub fn on_outcome(&mut self, lost: bool) {
         self.lost += u64::from(lost);
         self.reported += 1;
+    }
+
+    /// Ends the competing mode, and the span that would start it, when a
+    /// frame waited behind a queue deeper than `compete_queue_max` (I35,
+    /// §5.5). Checked on every frame delay, not only at decisions: behind
+    /// seconds of queue the frames of a detection window have aged out of
+    /// it before their delays arrive.
+    pub fn on_queue(&mut self, queue: Duration) {
+        if queue > self.cfg.compete_queue_max {
+            self.competing = false;
+            self.span.clear();
+        }
+    }
+
+    /// Sets the flow's delivered rate over BW_avg, which the competing
+    /// mode's entry asks to be small (I35).
+    pub fn set_own_share(&mut self, share: Option<f64>) {
+        self.own_share = share;
     }
 
     /// Sets the physical loss rate the round's loss is judged against (I23).
@@ -178,6 +241,11 @@ impl CongestionDetector {
     pub fn anchored_gradient(&self) -> Option<f64> {
         self.anchored
     }
+    /// The competitor's standing queue while the competing mode holds
+    /// (I35), else None.
+    pub fn competitor_queue(&self) -> Option<Duration> {
+        self.competing.then_some(self.competitor_queue)
+    }
     /// Samples in the window.
     pub fn samples_in_window(&self) -> usize {
         self.samples.len()
@@ -194,6 +262,10 @@ impl CongestionDetector {
         self.reported = 0;
         self.round_loss = None;
         self.lossy = false;
+        self.span.clear();
+        self.last_standing = None;
+        self.clear_since = None;
+        self.competing = false;
     }
 
     /// Adds a frame-delay sample (I10: x = in flight before the frame). A
@@ -306,10 +378,31 @@ impl CongestionDetector {
         // one episode of congestion is not multiplied into many cuts.
         self.samples.clear();
         self.lossy = lossy;
-        let congested = lossy
-            || standing
-            || g.is_some_and(|g| g > self.cfg.gradient_threshold)
-            || anchored.is_some_and(|a| a > self.cfg.gradient_threshold);
+        // I35: the part of the queue the flow's own bytes explain: what it
+        // has in flight beyond one BDP, at the bottleneck rate.
+        let own_queue = if bw > 0.0 {
+            (mean_x - bw * d_min.as_secs_f64()).max(0.0) / bw
+        } else {
+            0.0
+        };
+        self.track_competitor(
+            now,
+            standing_test,
+            standing,
+            queue,
+            own_queue,
+            threshold.as_secs_f64(),
+        );
+        let congested = if self.competing {
+            // I35: the queue is the competitor's; Camel's own share shows
+            // in loss, as a loss-based flow's does.
+            lossy
+        } else {
+            lossy
+                || standing
+                || g.is_some_and(|g| g > self.cfg.gradient_threshold)
+                || anchored.is_some_and(|a| a > self.cfg.gradient_threshold)
+        };
         if congested {
             // §4.2, eq. 5: γ ← 0.95 · γ on congestion. I30: a standing
             // queue of q seconds is emptied in about `queue_drain_horizon`
@@ -331,6 +424,93 @@ impl CongestionDetector {
                 self.cfg.gamma_initial
             };
             Decision::Clear
+        }
+    }
+
+    /// I35: a queue that stands for `compete_after` (drained for no more
+    /// than `COMPETE_GAP` at a time, `COMPETE_QUEUE_MIN` or more on the
+    /// mean) while the flow delivers less than `COMPETE_SHARE` of BW_avg on
+    /// the mean (its cuts, eq. 5 and I26, have taken it near its floor) is
+    /// not the flow's own, nor that of flows that cut as it does: theirs
+    /// would have drained. The competing mode holds while the queue stands
+    /// no deeper than `compete_queue_max` (see also [`Self::on_queue`]),
+    /// through the competitor's short drains, and ends when for
+    /// `compete_after` the part of the queue that the flow's own bytes do
+    /// not explain stays under the standing threshold or the flow delivers
+    /// `COMPETE_EXIT_SHARE` of BW_avg or more.
+    fn track_competitor(
+        &mut self,
+        now: Instant,
+        standing_test: bool,
+        standing: bool,
+        queue: f64,
+        own_queue: f64,
+        threshold: f64,
+    ) {
+        if self.cfg.compete_after.is_zero() || !standing_test {
+            return;
+        }
+        let after = self.cfg.compete_after;
+        let shallow = queue <= self.cfg.compete_queue_max.as_secs_f64();
+        if self.competing {
+            if !shallow {
+                // §5.5: behind a deep buffer, Camel keeps a minimal rate.
+                self.competing = false;
+                self.span.clear();
+            } else if queue - own_queue > threshold
+                && self.own_share.is_some_and(|s| s < COMPETE_EXIT_SHARE)
+            {
+                self.clear_since = None;
+            } else {
+                let clear = *self.clear_since.get_or_insert(now);
+                if now.saturating_duration_since(clear) >= after {
+                    self.competing = false;
+                    self.span.clear();
+                }
+            }
+        } else {
+            if standing {
+                self.last_standing = Some(now);
+            } else if self
+                .last_standing
+                .is_none_or(|t| now.saturating_duration_since(t) > COMPETE_GAP)
+            {
+                // No queue, or it drained: a delay-based flow's (its own or
+                // a peer's, all of them cutting) would, within the span.
+                self.span.clear();
+                return;
+            }
+            self.span
+                .push_back((now, self.own_share.unwrap_or(1.0), queue));
+            while self
+                .span
+                .front()
+                .is_some_and(|&(t, _, _)| now.saturating_duration_since(t) > after)
+            {
+                self.span.pop_front();
+            }
+            let full = self
+                .span
+                .front()
+                .is_some_and(|&(t, _, _)| now.saturating_duration_since(t) >= after.mul_f64(0.9));
+            if full && shallow {
+                let n = self.span.len() as f64;
+                let (share, q) = self
+                    .span
+                    .iter()
+                    .fold((0.0, 0.0), |(s, q), &(_, si, qi)| (s + si, q + qi));
+                // Delay-based flows hold a standing queue near the test's
+                // threshold (I26), tens of ms; a loss-based flow fills the
+                // buffer.
+                if share / n < COMPETE_SHARE && q / n >= COMPETE_QUEUE_MIN.as_secs_f64() {
+                    self.competing = true;
+                    self.clear_since = None;
+                    self.span.clear();
+                }
+            }
+        }
+        if self.competing {
+            self.competitor_queue = Duration::from_secs_f64(queue);
         }
     }
 }
@@ -355,6 +535,8 @@ mod tests {
             gamma_increase: 0.0,
             standing_queue: Duration::ZERO,
             queue_drain_horizon: Duration::ZERO,
+            compete_after: Duration::ZERO,
+            compete_queue_max: Duration::from_secs(1),
         }
     }
 
@@ -858,5 +1040,145 @@ mod tests {
             Decision::Undecided
         );
         assert!((d.gamma() - 0.95).abs() < 1e-12);
+    }
+
+    /// I35's detector: the standing-queue test (I26), γ climbing back
+    /// additively (I25), and the competing mode after 10 s.
+    fn competitor_detector() -> CongestionDetector {
+        CongestionDetector::new(DetectorConfig {
+            standing_queue: Duration::from_millis(10),
+            gamma_increase: 0.02,
+            compete_after: Duration::from_secs(10),
+            ..cfg()
+        })
+    }
+
+    /// One decision a second over `secs`, every frame of second s behind a
+    /// queue of `queue(s)` (D_min 40 ms), the flow delivering `share(s)` of
+    /// BW_avg.
+    fn each_second(
+        d: &mut CongestionDetector,
+        secs: std::ops::Range<u64>,
+        queue: impl Fn(u64) -> f64,
+        share: impl Fn(u64) -> f64,
+    ) -> Vec<Decision> {
+        secs.map(|s| {
+            d.set_own_share(Some(share(s)));
+            let q = queue(s);
+            decide(d, s * 1000, |_| 0.040 + q)
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_queue_that_stands_while_the_flow_is_at_its_floor_starts_the_competing_mode() {
+        // I35: half a second of queue at every decision while the flow
+        // delivers 5 % of BW_avg. The standing-queue test cuts γ until the
+        // span covers `compete_after` (nine seconds between its first and
+        // last decision, 0.9 × 10 s), then only loss is congestion.
+        let mut d = competitor_detector();
+        let before = each_second(&mut d, 0..9, |_| 0.5, |_| 0.05);
+        assert!(
+            before.iter().all(|&x| x == Decision::Congested),
+            "{before:?}"
+        );
+        assert_eq!(d.competitor_queue(), None);
+        each_second(&mut d, 9..10, |_| 0.5, |_| 0.05);
+        let q = d.competitor_queue().expect("competing after 10 s");
+        assert!((q.as_secs_f64() - 0.5).abs() < 1e-6, "{q:?}");
+        // The queue alone no longer cuts: γ climbs 0.02 a decision.
+        let g = d.gamma();
+        assert_eq!(
+            each_second(&mut d, 10..12, |_| 0.5, |_| 0.05),
+            [Decision::Clear; 2]
+        );
+        assert!(
+            (d.gamma() - (g + 0.04)).abs() < 1e-9,
+            "{} -> {}",
+            g,
+            d.gamma()
+        );
+        // A round losing a third of its packets is congestion (eq. 5).
+        for k in 0..30 {
+            d.on_outcome(k % 3 == 0);
+        }
+        let g = d.gamma();
+        assert_eq!(
+            each_second(&mut d, 12..13, |_| 0.5, |_| 0.05),
+            [Decision::Congested]
+        );
+        assert!((d.gamma() - g * 0.95).abs() < 1e-9);
+        // A short drain (the competitor's back-off) does not end the mode.
+        each_second(&mut d, 13..14, |_| 0.0, |_| 0.05);
+        each_second(&mut d, 14..16, |_| 0.5, |_| 0.05);
+        assert!(d.competitor_queue().is_some());
+    }
+
+    #[test]
+    fn a_draining_queue_a_large_share_or_a_short_queue_does_not_start_it() {
+        // I35: each of these is what delay-based flows (the flow itself or
+        // its peers) do, and none may enter the competing mode.
+        type Series = fn(u64) -> f64;
+        let cases: [(&str, Series, Series); 4] = [
+            // The queue drains for two seconds (a join transient ending).
+            (
+                "drains",
+                |s| if (5..7).contains(&s) { 0.0 } else { 0.5 },
+                |_| 0.05,
+            ),
+            // The flow delivers 30 % of BW_avg: a share it could be making.
+            ("large share", |_| 0.5, |_| 0.3),
+            // 50 ms on the mean: peers hold the queue near the threshold.
+            ("short queue", |_| 0.05, |_| 0.05),
+            // Deeper than `compete_max_queue` (1 s): §5.5's deep buffer.
+            ("deep", |_| 1.5, |_| 0.05),
+        ];
+        for (name, queue, share) in cases {
+            let mut d = competitor_detector();
+            each_second(&mut d, 0..16, queue, share);
+            assert_eq!(d.competitor_queue(), None, "{name}");
+        }
+        // One frame behind more than `compete_queue_max` restarts the span.
+        let mut d = competitor_detector();
+        each_second(&mut d, 0..5, |_| 0.5, |_| 0.05);
+        d.on_queue(Duration::from_millis(1500));
+        each_second(&mut d, 5..14, |_| 0.5, |_| 0.05);
+        assert_eq!(d.competitor_queue(), None, "deep frame");
+        each_second(&mut d, 14..15, |_| 0.5, |_| 0.05);
+        assert!(d.competitor_queue().is_some(), "nine seconds after it");
+        // With `compete_after` zero the mode is off.
+        let mut d = CongestionDetector::new(DetectorConfig {
+            standing_queue: Duration::from_millis(10),
+            ..cfg()
+        });
+        each_second(&mut d, 0..30, |_| 0.5, |_| 0.05);
+        assert_eq!(d.competitor_queue(), None);
+    }
+
+    #[test]
+    fn the_competing_mode_ends_when_the_queue_deepens_drains_or_is_the_flows_own() {
+        let enter = || {
+            let mut d = competitor_detector();
+            each_second(&mut d, 0..10, |_| 0.5, |_| 0.05);
+            assert!(d.competitor_queue().is_some());
+            d
+        };
+        // One frame behind more than `compete_queue_max` (§5.5: yield).
+        let mut d = enter();
+        d.on_queue(Duration::from_millis(900));
+        assert!(d.competitor_queue().is_some());
+        d.on_queue(Duration::from_millis(1100));
+        assert_eq!(d.competitor_queue(), None);
+        // No queue beyond what the flow's own bytes explain for 10 s (the
+        // competitor left).
+        let mut d = enter();
+        each_second(&mut d, 10..19, |_| 0.0, |_| 0.05);
+        assert!(d.competitor_queue().is_some(), "ends only after 10 s");
+        each_second(&mut d, 19..21, |_| 0.0, |_| 0.05);
+        assert_eq!(d.competitor_queue(), None);
+        // The flow delivers most of BW_avg for 10 s: the queue is its own.
+        let mut d = enter();
+        each_second(&mut d, 10..21, |_| 0.5, |_| 0.8);
+        assert_eq!(d.competitor_queue(), None);
     }
 }

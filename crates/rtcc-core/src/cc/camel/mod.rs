@@ -165,6 +165,16 @@ pub struct CamelConfig {
     /// head has drained when the next frame comes. Zero: the head is L
     /// (§4.3 alone).
     pub burst_budget: Duration,
+    /// A queue that stands through every decision this long while Camel
+    /// delivers less than half of BW_avg is another flow's (ours, I35):
+    /// Camel then competes, on loss alone, with a window that spans the
+    /// queue. Zero disables the competing mode.
+    pub compete_after: Duration,
+    /// The competing mode holds while the competitor's queue is at most
+    /// this; behind a deeper one Camel yields (ours, I35: §5.5 "when the
+    /// network buffer is set to 500 KB, Camel maintains a minimal
+    /// transmission rate").
+    pub compete_queue_max: Duration,
     /// D_min window (ours, I8: BBR's 10 s min-RTT window; 30 s suits the
     /// anchored gradient, camel.md "Cross traffic").
     pub min_delay_window: Duration,
@@ -245,6 +255,8 @@ impl Default for CamelConfig {
             bw_window: Duration::from_secs(1),
             stretch_window: Duration::from_secs(10),
             burst_budget: Duration::from_millis(33),
+            compete_after: Duration::from_secs(10),
+            compete_queue_max: Duration::from_secs(1),
             min_delay_window: Duration::from_secs(30),
             burst_gap: Duration::from_millis(1),
             record_timeout: Duration::from_secs(2),
@@ -304,7 +316,7 @@ impl CamelConfig {
         }
         let secs = |d: Duration| d.as_secs_f64();
         let b = |x: Bytes| x.as_f64();
-        let checks: [(&'static str, f64, bool, &'static str); 22] = [
+        let checks: [(&'static str, f64, bool, &'static str); 23] = [
             (
                 "gamma_increase",
                 self.gamma_increase,
@@ -432,6 +444,12 @@ impl CamelConfig {
                 !self.fallback_hold.is_zero(),
                 "> 0",
             ),
+            (
+                "compete_queue_max",
+                secs(self.compete_queue_max),
+                !self.compete_queue_max.is_zero(),
+                "> 0",
+            ),
         ];
         for (key, value, ok, expected) in checks {
             if !ok {
@@ -460,6 +478,8 @@ impl CamelConfig {
             gamma_increase: self.gamma_increase,
             standing_queue: self.standing_queue,
             queue_drain_horizon: self.queue_drain_horizon,
+            compete_after: self.compete_after,
+            compete_queue_max: self.compete_queue_max,
         }
     }
 
@@ -484,7 +504,8 @@ impl CamelConfig {
 /// BW_avg, the newest eq. 2 sample, D_min, BDP (§4.1, eq. 3), γ (eq. 5),
 /// the in-flight gradient G (I9), L, p_phys, p_cur (eq. 7), whether GCC
 /// is in control (§4.3), the pushback (I31), stretch (I32), buffer estimate
-/// (I33), the head sent back to back and the delay noise (I34).
+/// (I33), the head sent back to back and the delay noise (I34), and the
+/// competitor's queue while the competing mode holds (I35).
 pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "bw_avg_kbps",
     "frame_bw_kbps",
@@ -501,6 +522,7 @@ pub const CAMEL_TRACE_VARIABLES: &[&str] = &[
     "buffer_bytes",
     "head_bytes",
     "delay_noise_ms",
+    "competitor_queue_ms",
 ];
 
 /// A snapshot of Camel's state, for traces and tests.
@@ -768,7 +790,9 @@ impl Camel {
         } else {
             burst
         };
-        let delay = d_min + self.estimator.hold() + slack;
+        // I35: behind a competitor's queue the flight spans it too.
+        let queue = self.detector.competitor_queue().unwrap_or(Duration::ZERO);
+        let delay = d_min + self.estimator.hold() + slack + queue;
         Some((self.camel_target() * delay + allowance).max(MIN_CWND))
     }
 
@@ -939,6 +963,11 @@ impl CongestionController for Camel {
             "delay_noise_ms",
             self.estimator.delay_noise().as_millis_f64(),
         );
+        if self.fallback.is_none() {
+            if let Some(q) = self.detector.competitor_queue() {
+                sink.record("competitor_queue_ms", trace_ms(q));
+            }
+        }
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
@@ -979,6 +1008,9 @@ impl CongestionController for Camel {
         for s in &out.delay {
             self.estimator.on_delay(s.send_time, s.delay);
             self.detector.on_sample(s.send_time, s.in_flight, s.delay);
+            if let Some(d_min) = self.estimator.d_min() {
+                self.detector.on_queue(s.delay.saturating_sub(d_min));
+            }
         }
         for o in &out.slices {
             self.burst.on_outcome(o.slice, o.lost);
@@ -995,6 +1027,12 @@ impl CongestionController for Camel {
         self.detector
             .set_physical_loss(self.burst.physical_loss_estimate());
         self.detector.set_delay_noise(self.estimator.delay_noise());
+        self.detector.set_own_share(
+            match (self.estimator.delivered_rate(), self.estimator.bw_avg()) {
+                (Some(d), Some(b)) if b > Bitrate::ZERO => Some(d.as_bps_f64() / b.as_bps_f64()),
+                _ => None,
+            },
+        );
         if new_evidence {
             if let (Some(bw), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) {
                 // I12: one decision per feedback round, D_min + H.

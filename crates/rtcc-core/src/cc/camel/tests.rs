@@ -223,6 +223,14 @@ fn config_errors_name_the_field() {
         other => panic!("{other:?}"),
     }
     let bad = CamelConfig {
+        compete_queue_max: Duration::ZERO,
+        ..CamelConfig::default()
+    };
+    match bad.validate() {
+        Err(CamelConfigError::OutOfRange { key, .. }) => assert_eq!(key, "compete_queue_max"),
+        other => panic!("{other:?}"),
+    }
+    let bad = CamelConfig {
         burst_initial: Bytes::new(1 << 20),
         ..CamelConfig::default()
     };
