@@ -249,9 +249,11 @@ def test_version_matches_the_installed_distribution() -> None:
 
 
 def test_ctrl_c_stops_a_run_without_a_callback(tiny: dict[str, Any]) -> None:
-    # An hour of simulated time takes far longer than the 0.2 s before the
-    # signal; the binding polls for signals about once per simulated second.
-    tiny["duration"] = "1h"
+    # A day of simulated time takes several seconds (about 9 on 2 cores; an
+    # hour took 0.36 s, close enough to the 0.2 s before the signal that the
+    # run sometimes finished first); the binding polls for signals about once
+    # per simulated second.
+    tiny["duration"] = "24h"
     timer = threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT))
     timer.start()
     started = time.monotonic()

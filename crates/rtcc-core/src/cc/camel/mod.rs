@@ -963,11 +963,10 @@ impl CongestionController for Camel {
             "delay_noise_ms",
             self.estimator.delay_noise().as_millis_f64(),
         );
-        if self.fallback.is_none() {
-            if let Some(q) = self.detector.competitor_queue() {
-                sink.record("competitor_queue_ms", trace_ms(q));
-            }
-        }
+        // 0 outside the competing mode (in it the queue stands above I26's
+        // threshold).
+        let competitor = self.detector.competitor_queue().unwrap_or(Duration::ZERO);
+        sink.record("competitor_queue_ms", trace_ms(competitor));
     }
 
     fn on_packet_sent(&mut self, now: Instant, pkt: &SentPacket) {
