@@ -165,10 +165,11 @@ pub struct CamelConfig {
     /// head has drained when the next frame comes. Zero: the head is L
     /// (§4.3 alone).
     pub burst_budget: Duration,
-    /// A queue that stands through every decision this long while Camel
-    /// delivers less than half of BW_avg is another flow's (ours, I35):
-    /// Camel then competes, on loss alone, with a window that spans the
-    /// queue. Zero disables the competing mode.
+    /// A queue that stands this long (100 ms or more on the mean, drained
+    /// for no more than 1 s at a time) while Camel delivers less than 15 %
+    /// of BW_avg is another flow's (ours, I35): Camel then competes, on
+    /// loss alone, with a window that spans the queue. Zero disables the
+    /// competing mode.
     pub compete_after: Duration,
     /// The competing mode holds while the competitor's queue is at most
     /// this; behind a deeper one Camel yields (ours, I35: §5.5 "when the
@@ -1026,14 +1027,18 @@ impl CongestionController for Camel {
         self.detector
             .set_physical_loss(self.burst.physical_loss_estimate());
         self.detector.set_delay_noise(self.estimator.delay_noise());
-        self.detector.set_own_share(
-            match (self.estimator.delivered_rate(), self.estimator.bw_avg()) {
-                (Some(d), Some(b)) if b > Bitrate::ZERO => Some(d.as_bps_f64() / b.as_bps_f64()),
-                _ => None,
-            },
-        );
         if new_evidence {
             if let (Some(bw), Some(d_min)) = (self.estimator.bw_avg(), self.estimator.d_min()) {
+                // I35: the competing mode's entry and exit read the flow's
+                // share (a sum over the last second, so only when in use).
+                if !self.config.compete_after.is_zero() {
+                    let share = self
+                        .estimator
+                        .delivered_rate()
+                        .filter(|_| bw > Bitrate::ZERO)
+                        .map(|d| d.as_bps_f64() / bw.as_bps_f64());
+                    self.detector.set_own_share(share);
+                }
                 // I12: one decision per feedback round, D_min + H.
                 let round = d_min + self.estimator.hold();
                 self.detector.detect(now, bw, d_min, round);
