@@ -219,7 +219,8 @@ pub struct CamelConfig {
     /// controller to fall back from.
     pub fallback: bool,
     /// The fall-back controller (§4.3 "a GCC-based approach"); its start
-    /// bitrate is replaced by Camel's target at entry, its bounds by Camel's.
+    /// bitrate is replaced at entry by Camel's target capped at β times the
+    /// delivered rate (I19), its bounds by Camel's.
     pub gcc: GccConfig,
 }
 
@@ -892,9 +893,23 @@ impl Camel {
         self.drain_until.is_some()
     }
 
+    /// GCC's starting rate at a fall-back (I19): Camel's target, but no
+    /// more than β times what the last `bw_window` delivered. The fall-back
+    /// fires on overflow loss, the state in which GCC's own rate control
+    /// sets A = β · R (draft §5.5); starting at Camel's target, which a
+    /// shallow buffer has just shown it cannot carry, GCC took 1–2 s of
+    /// further overflow to come down.
+    fn fallback_start(&self) -> Bitrate {
+        let target = self.camel_target();
+        match self.estimator.delivered_rate() {
+            Some(d) => target.min(d.mul_f64(self.config.gcc.beta).max(self.config.min_bitrate)),
+            None => target,
+        }
+    }
+
     fn enter_fallback(&mut self, now: Instant) {
         let gcc = GccConfig {
-            start_bitrate: self.camel_target(),
+            start_bitrate: self.fallback_start(),
             min_bitrate: self.config.min_bitrate,
             max_bitrate: self.config.max_bitrate,
             ..self.config.gcc.clone()

@@ -176,12 +176,16 @@ fn fallback_through_the_trait_and_back() {
     let (mut c, camel_target) = after_lossy_first_period(cfg);
     assert!(c.in_fallback());
     assert_eq!(c.estimate().state, "fallback");
-    // GCC's budget and target, GCC started at Camel's target.
-    assert_eq!(c.target_bitrate(), camel_target);
+    // GCC's budget and target. GCC starts at Camel's target (1 Mbps cut
+    // once by eq. 5's 0.95) capped at β = 0.85 times the rate delivered over
+    // the last second (I19): 125 000 B in 1 s, so 850 kbps.
+    assert_eq!(camel_target, Bitrate::kbps(950));
+    let start = Bitrate::kbps(850);
+    assert_eq!(c.target_bitrate(), start);
     let b = c.send_budget();
     assert_eq!(b.frame_burst, None);
     assert_eq!(b.cwnd, None);
-    assert_eq!(b.pacing_rate, camel_target.mul_f64(2.5));
+    assert_eq!(b.pacing_rate, start.mul_f64(2.5));
     // After the hold (30 s), Camel again at L_min, γ = 1.
     let until = c.internals().fallback_until.unwrap();
     assert_eq!(until, Instant::from_secs(35));
@@ -197,6 +201,21 @@ fn fallback_through_the_trait_and_back() {
     assert_eq!(c.internals().burst_length, Bytes::new(2048));
     assert!((c.internals().gamma - 1.0).abs() < 1e-12);
     assert_eq!(c.send_budget().frame_burst, Some(Bytes::new(2048)));
+}
+
+#[test]
+fn fallback_starts_at_the_target_when_it_is_below_beta_delivered() {
+    // The same period with the target clamped to 800 kbps: β × delivered
+    // (850 kbps) is above it, so GCC starts at Camel's target (I19).
+    let cfg = CamelConfig {
+        burst_initial: Bytes::new(2048),
+        max_bitrate: Bitrate::kbps(800),
+        ..CamelConfig::default()
+    };
+    let (c, camel_target) = after_lossy_first_period(cfg);
+    assert!(c.in_fallback());
+    assert_eq!(camel_target, Bitrate::kbps(800));
+    assert_eq!(c.target_bitrate(), camel_target);
 }
 
 #[test]
