@@ -203,9 +203,15 @@ impl CongestionDetector {
     /// it before their delays arrive.
     pub fn on_queue(&mut self, queue: Duration) {
         if queue > self.cfg.compete_queue_max {
-            self.competing = false;
-            self.span.clear();
+            self.end_competing();
         }
+    }
+
+    /// Leaves the competing mode and forgets the span that would start it
+    /// again (I35).
+    fn end_competing(&mut self) {
+        self.competing = false;
+        self.span.clear();
     }
 
     /// Sets the flow's delivered rate over BW_avg, which the competing
@@ -455,8 +461,7 @@ impl CongestionDetector {
         if self.competing {
             if !shallow {
                 // §5.5: behind a deep buffer, Camel keeps a minimal rate.
-                self.competing = false;
-                self.span.clear();
+                self.end_competing();
             } else if queue - own_queue > threshold
                 && self.own_share.is_some_and(|s| s < COMPETE_EXIT_SHARE)
             {
@@ -464,8 +469,7 @@ impl CongestionDetector {
             } else {
                 let clear = *self.clear_since.get_or_insert(now);
                 if now.saturating_duration_since(clear) >= after {
-                    self.competing = false;
-                    self.span.clear();
+                    self.end_competing();
                 }
             }
         } else {
